@@ -1,0 +1,93 @@
+# product-extractor — two commands:
+#   make run    install what is missing, build, open the app
+#   make test   install what is missing, run every test (Rust, UI, real window under Xvfb)
+# Other targets: make lint, make bench, make release, make deps.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# Debian 12 packages: the webview and GTK for Tauri, cmake+nasm for libjpeg-turbo's SIMD build,
+# Xvfb + WebKitWebDriver for the real-window tests.
+APT_PACKAGES := build-essential pkg-config libssl-dev cmake nasm curl \
+	libwebkit2gtk-4.1-dev libgtk-3-dev libsoup-3.0-dev librsvg2-dev libayatana-appindicator3-dev libxdo-dev \
+	xvfb xauth webkit2gtk-driver
+BENCH_PACKAGES := libvips-tools
+CARGO_BIN := $(HOME)/.cargo/bin
+export PATH := $(CARGO_BIN):$(PATH)
+APP_DEBUG := target/debug/product-extractor
+XVFB := xvfb-run -a -s "-screen 0 1280x800x24"
+
+.PHONY: help run release test test-rust test-ui test-e2e lint bench deps deps-system deps-ui deps-driver ui bindings-check clean
+
+help:
+	@sed -n '2,4p' Makefile | sed 's/^# *//'
+
+## Dependencies: each step does nothing when it is already satisfied.
+deps: deps-system deps-ui
+
+deps-system:
+	@missing=$$(for p in $(APT_PACKAGES) $(EXTRA_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "Installing Debian packages: $$missing"; \
+		$(SUDO) apt-get update -qq; \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+	@command -v cargo >/dev/null || { echo "Rust is missing: install it from https://rustup.rs, then run make again."; exit 1; }
+	@command -v npm >/dev/null || { echo "Node.js 20+ and npm are missing: install them, then run make again."; exit 1; }
+
+deps-ui: ui/node_modules/.package-lock.json
+
+ui/node_modules/.package-lock.json: ui/package-lock.json ui/package.json
+	npm --prefix ui ci --no-audit --no-fund
+	@touch $@
+
+deps-driver: deps-system
+	@command -v tauri-driver >/dev/null || cargo install tauri-driver --locked
+
+## The UI must be built before any cargo build: tauri embeds ui/dist.
+ui: deps-ui
+	npm --prefix ui run build
+
+## Build and open the app (debug profile; the pixel-work dependencies are optimized anyway).
+run: deps ui
+	cargo build
+	@[ -n "$${DISPLAY:-}$${WAYLAND_DISPLAY:-}" ] || { echo "No display: run the app in a desktop session, or under Xvfb: xvfb-run $(APP_DEBUG)"; exit 1; }
+	./$(APP_DEBUG)
+
+release: deps ui
+	cargo build --release
+
+## Every test: UI checks and unit tests, Rust unit/integration/IPC/CLI tests, then the real window
+## under Xvfb driven through tauri-driver + WebKitWebDriver (against the test build of the binary).
+test: deps deps-driver test-ui ui test-rust test-e2e bindings-check
+	@echo "make test: all passed"
+
+test-ui: deps-ui
+	npm --prefix ui run check
+	npm --prefix ui test
+
+test-rust: ui
+	cargo test --workspace
+
+test-e2e: ui deps-driver
+	env -u DISPLAY WEBKIT_DISABLE_COMPOSITING_MODE=1 $(XVFB) cargo test --test e2e -- --ignored --test-threads=1
+
+## The TypeScript types are generated from Rust by the tests above; fail if they drifted.
+bindings-check:
+	@git diff --exit-code --stat -- ui/src/bindings || { echo "ui/src/bindings changed: commit the regenerated TypeScript types."; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard ui/src/bindings); [ -z "$$untracked" ] || { echo "new generated types not committed: $$untracked"; exit 1; }
+
+lint: deps ui
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	npm --prefix ui run check
+
+bench: deps ui
+	@$(MAKE) --no-print-directory deps-system EXTRA_PACKAGES="$(BENCH_PACKAGES)"
+	cargo bench -p product-extractor-core --bench prepare
+
+clean:
+	cargo clean
+	rm -rf ui/dist ui/node_modules gen

@@ -1,0 +1,68 @@
+//! The catalog's error type.
+
+use std::path::PathBuf;
+
+use crate::error::{Coded, ErrorCode};
+
+/// Everything that can go wrong in the catalog.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    /// SQLite refused a statement.
+    #[error("catalog database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// The database file could not be opened or configured.
+    #[error("cannot open the catalog {path}: {source}")]
+    Open { path: PathBuf, source: rusqlite::Error },
+    /// The directory for the database file could not be created.
+    #[error("cannot create the catalog directory {path}: {source}")]
+    CreateDir { path: PathBuf, source: std::io::Error },
+    /// The catalog thread could not be started.
+    #[error("cannot start the catalog thread: {0}")]
+    Spawn(#[source] std::io::Error),
+    /// A migration failed; it was rolled back and the schema stays at the previous version.
+    #[error("catalog migration {version} ({name}) failed: {source}")]
+    Migration { version: u32, name: &'static str, source: rusqlite::Error },
+    /// The file was written by a newer version of the app.
+    #[error("the catalog has schema version {found}, newer than this app supports ({supported}); update the app")]
+    SchemaTooNew { found: u32, supported: u32 },
+    /// The row asked for does not exist.
+    #[error("{what} {id} does not exist")]
+    NotFound { what: &'static str, id: i64 },
+    /// The input was refused; `fields` names what is wrong.
+    #[error("invalid {}: {message}", fields.join(", "))]
+    Invalid { fields: Vec<String>, message: String },
+    /// A stored JSON column could not be written or read back.
+    #[error("catalog JSON error: {0}")]
+    Json(#[from] serde_json::Error),
+    /// The catalog thread is gone (it cannot accept jobs any more).
+    #[error("the catalog is closed")]
+    Closed,
+    /// A job panicked on the catalog thread. Its transaction was rolled back and the catalog keeps
+    /// serving later calls.
+    #[error("a catalog operation panicked: {message}")]
+    Panicked { message: String },
+}
+
+impl CatalogError {
+    pub(crate) fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Invalid { fields: vec![field.into()], message: message.into() }
+    }
+}
+
+impl Coded for CatalogError {
+    fn code(&self) -> ErrorCode {
+        match self {
+            Self::NotFound { .. } => ErrorCode::NotFound,
+            Self::Invalid { .. } => ErrorCode::Validation,
+            Self::CreateDir { .. } => ErrorCode::Io,
+            Self::Sqlite(_)
+            | Self::Open { .. }
+            | Self::Migration { .. }
+            | Self::SchemaTooNew { .. }
+            | Self::Json(_)
+            | Self::Spawn(_)
+            | Self::Closed
+            | Self::Panicked { .. } => ErrorCode::Catalog,
+        }
+    }
+}

@@ -1,0 +1,362 @@
+//! Configuration: defaults, then the TOML file, then the environment (env wins).
+//!
+//! ```toml
+//! [gemini]
+//! base_url = "https://generativelanguage.googleapis.com"
+//! model = "gemini-flash-latest"
+//! api_key = "..."          # optional; GEMINI_API_KEY overrides it
+//! timeout = "60s"          # the whole call
+//! connect_timeout = "10s"  # TCP + TLS
+//! read_timeout = "45s"     # connected, but no bytes arrive
+//!
+//! [image]
+//! max_long_edge = 1536
+//! jpeg_quality = 85
+//! max_file_bytes = 20000000
+//! max_pixels = 50000000
+//! ```
+//! Unknown keys are an error naming the key. The API key is a [`ApiKey`], whose `Debug` and
+//! `Display` never show it.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use crate::error::{Coded, ErrorCode};
+
+pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
+pub const DEFAULT_MODEL: &str = "gemini-flash-latest";
+
+/// Everything configurable.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub gemini: GeminiConfig,
+    pub image: ImageConfig,
+}
+
+/// How to reach Gemini.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GeminiConfig {
+    pub base_url: String,
+    pub model: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<ApiKey>,
+    /// The whole call, from sending to the last byte of the answer.
+    #[serde(with = "humantime_serde")]
+    pub timeout: Duration,
+    /// Establishing the connection (TCP and TLS).
+    #[serde(with = "humantime_serde")]
+    pub connect_timeout: Duration,
+    /// The longest pause between two reads once connected.
+    #[serde(with = "humantime_serde")]
+    pub read_timeout: Duration,
+}
+
+impl Default for GeminiConfig {
+    fn default() -> Self {
+        Self {
+            base_url: DEFAULT_BASE_URL.into(),
+            model: DEFAULT_MODEL.into(),
+            api_key: None,
+            timeout: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(45),
+        }
+    }
+}
+
+/// How photos are prepared before upload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(deny_unknown_fields, default)]
+#[ts(export)]
+pub struct ImageConfig {
+    /// The long edge of the uploaded image, in pixels.
+    pub max_long_edge: u32,
+    /// JPEG quality of the uploaded image, 1–100.
+    pub jpeg_quality: u8,
+    /// Files larger than this are refused before they are read.
+    #[ts(type = "number")]
+    pub max_file_bytes: u64,
+    /// Images with more pixels than this are refused before they are decoded.
+    #[ts(type = "number")]
+    pub max_pixels: u64,
+}
+
+impl Default for ImageConfig {
+    fn default() -> Self {
+        Self { max_long_edge: 1536, jpeg_quality: 85, max_file_bytes: 20_000_000, max_pixels: 50_000_000 }
+    }
+}
+
+/// A Gemini API key. Never printed: `Debug` and `Display` show only a masked hint.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// A trimmed, non-empty key, or `None`.
+    pub fn new(key: impl Into<String>) -> Option<Self> {
+        let key = key.into().trim().to_string();
+        (!key.is_empty()).then_some(Self(key))
+    }
+
+    /// The key itself, for the `x-goog-api-key` header and nothing else.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// What the UI may show: the last four characters, e.g. `••••x9Q2`.
+    pub fn masked(&self) -> String {
+        let chars: Vec<char> = self.0.chars().collect();
+        if chars.len() <= 8 {
+            return "••••".into();
+        }
+        let tail: String = chars[chars.len() - 4..].iter().collect();
+        format!("••••{tail}")
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ApiKey({})", self.masked())
+    }
+}
+
+impl std::fmt::Display for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.masked())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read the config file {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("cannot write the config file {path}: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error("invalid config file {path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("invalid setting {key}: {message}")]
+    Invalid { key: String, message: String },
+}
+
+impl Coded for ConfigError {
+    fn code(&self) -> ErrorCode {
+        ErrorCode::Config
+    }
+}
+
+/// The environment variables that override the file.
+pub const ENV_API_KEY: &str = "GEMINI_API_KEY";
+pub const ENV_BASE_URL: &str = "GEMINI_BASE_URL";
+pub const ENV_MODEL: &str = "GEMINI_MODEL";
+pub const ENV_DATA_DIR: &str = "PRODUCT_EXTRACTOR_DATA_DIR";
+
+impl Config {
+    /// Parses TOML text. Unknown keys are an error that names the key.
+    pub fn from_toml(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        let config: Config =
+            toml::from_str(text).map_err(|e| ConfigError::Parse { path: path.into(), message: e.to_string() })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Reads the file if it exists (a missing file means defaults), then applies the environment.
+    /// `env` is passed in so tests do not depend on the process environment.
+    pub fn load(path: &Path, env: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let mut config = match std::fs::read_to_string(path) {
+            Ok(text) => Self::from_toml(&text, path)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Config::default(),
+            Err(source) => return Err(ConfigError::Read { path: path.into(), source }),
+        };
+        config.apply_env(env);
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Environment overrides: `GEMINI_API_KEY`, `GEMINI_BASE_URL`, `GEMINI_MODEL`.
+    pub fn apply_env(&mut self, env: impl Fn(&str) -> Option<String>) {
+        if let Some(key) = env(ENV_API_KEY).and_then(ApiKey::new) {
+            self.gemini.api_key = Some(key);
+        }
+        if let Some(url) = env(ENV_BASE_URL).filter(|v| !v.trim().is_empty()) {
+            self.gemini.base_url = url.trim().to_string();
+        }
+        if let Some(model) = env(ENV_MODEL).filter(|v| !v.trim().is_empty()) {
+            self.gemini.model = model.trim().to_string();
+        }
+    }
+
+    /// Checks ranges; the error names the key.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |key: &str, message: &str| Err(ConfigError::Invalid { key: key.into(), message: message.into() });
+        let url = self.gemini.base_url.trim();
+        if !(url.starts_with("https://") || url.starts_with("http://")) {
+            return invalid("gemini.base_url", "must start with https:// or http://");
+        }
+        if self.gemini.model.trim().is_empty() || self.gemini.model.contains(['/', '?', '#', ' ']) {
+            return invalid("gemini.model", "must be a model id such as gemini-flash-latest");
+        }
+        for (key, d) in [
+            ("gemini.timeout", self.gemini.timeout),
+            ("gemini.connect_timeout", self.gemini.connect_timeout),
+            ("gemini.read_timeout", self.gemini.read_timeout),
+        ] {
+            if d.is_zero() {
+                return invalid(key, "must be longer than zero");
+            }
+        }
+        if !(64..=8192).contains(&self.image.max_long_edge) {
+            return invalid("image.max_long_edge", "must be between 64 and 8192");
+        }
+        if !(1..=100).contains(&self.image.jpeg_quality) {
+            return invalid("image.jpeg_quality", "must be between 1 and 100");
+        }
+        if self.image.max_file_bytes == 0 {
+            return invalid("image.max_file_bytes", "must be more than zero");
+        }
+        if self.image.max_pixels == 0 {
+            return invalid("image.max_pixels", "must be more than zero");
+        }
+        Ok(())
+    }
+
+    /// Writes the config as TOML, readable only by the user (it may hold the API key).
+    pub fn save(&self, path: &Path) -> Result<(), ConfigError> {
+        let write_err = |source| ConfigError::Write { path: path.into(), source };
+        let text = toml::to_string_pretty(self)
+            .map_err(|e| ConfigError::Invalid { key: "config".into(), message: e.to_string() })?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(write_err)?;
+        }
+        let tmp = path.with_extension("toml.tmp");
+        {
+            use std::io::Write;
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create(true).truncate(true);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::OpenOptionsExt;
+                options.mode(0o600);
+            }
+            let mut file = options.open(&tmp).map_err(write_err)?;
+            file.write_all(text.as_bytes()).map_err(write_err)?;
+            file.sync_all().map_err(write_err)?;
+        }
+        std::fs::rename(&tmp, path).map_err(write_err)
+    }
+}
+
+/// Where data lives: `--data-dir`, else `PRODUCT_EXTRACTOR_DATA_DIR`, else the platform data dir
+/// (`~/.local/share/product-extractor` on Linux).
+pub fn data_dir(cli: Option<&Path>, env: impl Fn(&str) -> Option<String>) -> PathBuf {
+    if let Some(dir) = cli {
+        return dir.to_path_buf();
+    }
+    if let Some(dir) = env(ENV_DATA_DIR).filter(|v| !v.trim().is_empty()) {
+        return PathBuf::from(dir);
+    }
+    directories::ProjectDirs::from("com", "example", "product-extractor")
+        .map(|d| d.data_dir().to_path_buf())
+        .unwrap_or_else(|| PathBuf::from(".product-extractor"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn defaults_when_file_is_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Config::load(&dir.path().join("none.toml"), no_env).unwrap();
+        assert_eq!(c, Config::default());
+        assert_eq!(c.gemini.model, "gemini-flash-latest");
+        assert_eq!(c.image.max_long_edge, 1536);
+    }
+
+    #[test]
+    fn file_then_env() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(
+            &path,
+            "[gemini]\nmodel = \"from-file\"\ntimeout = \"5s\"\nread_timeout = \"250ms\"\n[image]\njpeg_quality = 70\n",
+        )
+        .unwrap();
+        let c = Config::load(&path, no_env).unwrap();
+        assert_eq!(c.gemini.model, "from-file");
+        assert_eq!(c.gemini.timeout, Duration::from_secs(5));
+        assert_eq!(c.gemini.read_timeout, Duration::from_millis(250));
+        assert_eq!(c.image.jpeg_quality, 70);
+        let env = |k: &str| match k {
+            ENV_MODEL => Some("from-env".to_string()),
+            ENV_API_KEY => Some("  secret-key-123456 ".to_string()),
+            _ => None,
+        };
+        let c = Config::load(&path, env).unwrap();
+        assert_eq!(c.gemini.model, "from-env");
+        assert_eq!(c.gemini.api_key.unwrap().expose(), "secret-key-123456");
+    }
+
+    #[test]
+    fn unknown_key_is_named() {
+        let err = Config::from_toml("[gemini]\nmodle = \"x\"\n", Path::new("c.toml")).unwrap_err();
+        assert!(err.to_string().contains("modle"), "{err}");
+        let err = Config::from_toml("[imagee]\n", Path::new("c.toml")).unwrap_err();
+        assert!(err.to_string().contains("imagee"), "{err}");
+    }
+
+    #[test]
+    fn invalid_values_name_the_key() {
+        let err = Config::from_toml("[image]\njpeg_quality = 0\n", Path::new("c.toml")).unwrap_err();
+        assert!(err.to_string().contains("image.jpeg_quality"), "{err}");
+        let err = Config::from_toml("[gemini]\ntimeout = \"0s\"\n", Path::new("c.toml")).unwrap_err();
+        assert!(err.to_string().contains("gemini.timeout"), "{err}");
+        let err = Config::from_toml("[gemini]\ntimeout = \"soon\"\n", Path::new("c.toml")).unwrap_err();
+        assert!(err.to_string().contains("timeout"), "{err}");
+    }
+
+    #[test]
+    fn key_is_never_printed() {
+        let key = ApiKey::new("AIzaSyTOTALLYSECRETx9Q2").unwrap();
+        let mut c = Config::default();
+        c.gemini.api_key = Some(key.clone());
+        let debug = format!("{c:?} {key}");
+        assert!(!debug.contains("TOTALLYSECRET"), "{debug}");
+        assert!(debug.contains("••••x9Q2"));
+        assert_eq!(ApiKey::new("short").unwrap().masked(), "••••");
+        assert_eq!(ApiKey::new("   "), None);
+    }
+
+    #[test]
+    fn save_round_trips_with_private_permissions() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/config.toml");
+        let mut c = Config::default();
+        c.gemini.api_key = ApiKey::new("abcdefghijkl");
+        c.gemini.connect_timeout = Duration::from_millis(1500);
+        c.save(&path).unwrap();
+        assert_eq!(Config::load(&path, no_env).unwrap(), c);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        }
+    }
+
+    #[test]
+    fn data_dir_precedence() {
+        let env = |k: &str| (k == ENV_DATA_DIR).then(|| "/from/env".to_string());
+        assert_eq!(data_dir(Some(Path::new("/cli")), env), PathBuf::from("/cli"));
+        assert_eq!(data_dir(None, env), PathBuf::from("/from/env"));
+        assert!(data_dir(None, no_env).ends_with("product-extractor"));
+    }
+}

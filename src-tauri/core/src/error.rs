@@ -1,0 +1,159 @@
+//! Error codes shared by every layer.
+//!
+//! Each core module has its own `thiserror` enum (`IntakeError`, `GeminiError`, `CatalogError`,
+//! `ConfigError`). Every one of them maps to exactly one [`ErrorCode`], the stable, machine-readable
+//! identifier that crosses to the UI (`{code, message}`) and to the CLI's `--json` output
+//! (`{"kind": …, "message": …}`). The UI switches on the code, never on English text.
+
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+/// The stable identifier of an error, as the UI and the CLI see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum ErrorCode {
+    /// The file is empty, truncated, corrupt or not an image at all.
+    InvalidImage,
+    /// An image, but in a format we cannot prepare (e.g. HEIC).
+    UnsupportedFormat,
+    /// Over `max_file_bytes` or `max_pixels`.
+    ImageTooLarge,
+    /// Gemini refused the key: missing, invalid, leaked or blocked (400 API_KEY_INVALID, 401, 403).
+    GeminiAuth,
+    /// Gemini refused this request (400), e.g. the image is not valid for it.
+    GeminiBadRequest,
+    /// The configured model does not exist (404).
+    GeminiNotFound,
+    /// Quota or rate limit exceeded (429); carries the server's retry delay when it gave one.
+    GeminiQuota,
+    /// Gemini is overloaded or failing (500, 502, 503, 504).
+    GeminiUnavailable,
+    /// Any other error status from Gemini.
+    GeminiApiError,
+    /// Connect, read or overall timeout.
+    Timeout,
+    /// The connection failed (DNS, refused, reset, TLS).
+    Network,
+    /// Gemini blocked the prompt or the answer for safety reasons.
+    Blocked,
+    /// Gemini answered, but not with product JSON we can read.
+    UnparsableOutput,
+    /// The configuration is invalid.
+    Config,
+    /// The local catalog (SQLite) failed.
+    Catalog,
+    /// A product failed validation and was not saved.
+    Validation,
+    /// The thing asked for does not exist (a product id, a job).
+    NotFound,
+    /// Reading or writing a local file failed.
+    Io,
+}
+
+impl ErrorCode {
+    /// The snake_case name, as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidImage => "invalid_image",
+            Self::UnsupportedFormat => "unsupported_format",
+            Self::ImageTooLarge => "image_too_large",
+            Self::GeminiAuth => "gemini_auth",
+            Self::GeminiBadRequest => "gemini_bad_request",
+            Self::GeminiNotFound => "gemini_not_found",
+            Self::GeminiQuota => "gemini_quota",
+            Self::GeminiUnavailable => "gemini_unavailable",
+            Self::GeminiApiError => "gemini_api_error",
+            Self::Timeout => "timeout",
+            Self::Network => "network",
+            Self::Blocked => "blocked",
+            Self::UnparsableOutput => "unparsable_output",
+            Self::Config => "config",
+            Self::Catalog => "catalog",
+            Self::Validation => "validation",
+            Self::NotFound => "not_found",
+            Self::Io => "io",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Implemented by every core error type: which stable code it maps to.
+pub trait Coded: std::error::Error {
+    fn code(&self) -> ErrorCode;
+}
+
+/// An error as it crosses a boundary (Tauri command result, CLI JSON line): the code, a message a
+/// person can act on, and optional technical detail.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct ErrorReport {
+    pub code: ErrorCode,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub detail: Option<String>,
+}
+
+impl ErrorReport {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self { code, message: message.into(), detail: None }
+    }
+
+    pub fn from_error<E: Coded + ?Sized>(err: &E) -> Self {
+        let detail = std::error::Error::source(err).map(|s| s.to_string());
+        Self { code: err.code(), message: err.to_string(), detail }
+    }
+}
+
+impl std::fmt::Display for ErrorReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ErrorReport {}
+
+/// Any coded error converts into a report, so `?` works at the boundary. `ErrorReport` itself
+/// does not implement [`Coded`], which keeps this impl coherent with `From<T> for T`.
+impl<E: Coded> From<E> for ErrorReport {
+    fn from(err: E) -> Self {
+        Self::from_error(&err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn as_str_matches_serde() {
+        for code in [
+            ErrorCode::InvalidImage,
+            ErrorCode::UnsupportedFormat,
+            ErrorCode::ImageTooLarge,
+            ErrorCode::GeminiAuth,
+            ErrorCode::GeminiBadRequest,
+            ErrorCode::GeminiNotFound,
+            ErrorCode::GeminiQuota,
+            ErrorCode::GeminiUnavailable,
+            ErrorCode::GeminiApiError,
+            ErrorCode::Timeout,
+            ErrorCode::Network,
+            ErrorCode::Blocked,
+            ErrorCode::UnparsableOutput,
+            ErrorCode::Config,
+            ErrorCode::Catalog,
+            ErrorCode::Validation,
+            ErrorCode::NotFound,
+            ErrorCode::Io,
+        ] {
+            assert_eq!(serde_json::to_value(code).unwrap(), serde_json::json!(code.as_str()));
+        }
+    }
+}

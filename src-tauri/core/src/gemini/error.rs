@@ -1,0 +1,375 @@
+//! [`GeminiError`]: every way a Gemini call can fail, each with a message staff can act on.
+//!
+//! `Display` is the message for a person (what happened, what to do). The technical part (HTTP
+//! status, Gemini's own message, the underlying I/O error, an excerpt of an unreadable answer) is
+//! the error's `source()`, which [`crate::ErrorReport`] puts in `detail`. No message, detail or
+//! `Debug` output ever contains the API key: the key only travels in a header, and every text
+//! that comes back from the server is scrubbed of it anyway.
+
+use std::time::Duration;
+
+use crate::error::{Coded, ErrorCode};
+
+use super::wire::{ErrorBody, ErrorEnvelope};
+
+/// Which timeout fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeoutKind {
+    /// Establishing the connection (TCP, TLS) took longer than `connect_timeout`.
+    Connect,
+    /// Connected, but no bytes arrived for `read_timeout`.
+    Read,
+    /// The whole call took longer than `timeout`.
+    Overall,
+}
+
+impl TimeoutKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Connect => "connect",
+            Self::Read => "read",
+            Self::Overall => "overall",
+        }
+    }
+}
+
+/// What the server said, as technical detail (the `source()` of HTTP errors).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("HTTP {status}{}{}", .canonical.as_deref().map(|s| format!(" {s}")).unwrap_or_default(), .message.as_deref().map(|m| format!(": {m}")).unwrap_or_default())]
+pub struct ServerDetail {
+    pub status: u16,
+    /// The canonical status, e.g. `INVALID_ARGUMENT`.
+    pub canonical: Option<String>,
+    /// Gemini's `error.message`.
+    pub message: Option<String>,
+}
+
+/// Technical detail that is just text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Detail(pub String);
+
+/// A failed Gemini call.
+#[derive(Debug, thiserror::Error)]
+pub enum GeminiError {
+    /// No API key is configured; nothing was sent.
+    #[error("No Gemini API key is configured — open Settings and enter your key.")]
+    MissingKey,
+
+    /// 400 API_KEY_INVALID, 401, 403.
+    #[error("{}", auth_message(.source))]
+    Auth { source: ServerDetail, raw: String },
+
+    /// Any other 400.
+    #[error("Gemini rejected the request ({}) — try another photo; if it keeps happening, report it.", short_server(.source))]
+    BadRequest { source: ServerDetail, raw: String },
+
+    /// 404: the model does not exist (any more).
+    #[error("Gemini does not offer the model \"{model}\" — open Settings and choose another model, e.g. gemini-flash-latest.")]
+    NotFound { model: String, source: ServerDetail, raw: String },
+
+    /// 429: quota or rate limit.
+    #[error("{}", quota_message(*.retry_after))]
+    Quota { retry_after: Option<Duration>, source: ServerDetail, raw: String },
+
+    /// 500, 502, 503, 504.
+    #[error("{}", unavailable_message(.source.status))]
+    Unavailable { retry_after: Option<Duration>, source: ServerDetail, raw: String },
+
+    /// Any other error status.
+    #[error("Gemini answered with an unexpected error (HTTP {}); try again, and report it if it keeps happening.", .source.status)]
+    Api { source: ServerDetail, raw: String },
+
+    /// A timeout fired; `kind` says which.
+    #[error("{}", timeout_message(*.kind, *.after))]
+    Timeout { kind: TimeoutKind, after: Duration, source: Detail },
+
+    /// The connection failed: refused, reset, closed early, DNS, TLS.
+    #[error("Could not reach Gemini ({cause}) — check the internet connection and the Gemini address in Settings, then try again.")]
+    Network { cause: String, source: Detail },
+
+    /// The prompt or the answer was blocked (`promptFeedback.blockReason`, or a safety
+    /// `finishReason` without usable text).
+    #[error("Gemini blocked this photo ({reason}) and gave no product data — enter the product by hand or try another photo.")]
+    Blocked { reason: String, raw: String },
+
+    /// Gemini answered 200, but not with product JSON we can read.
+    #[error("{}", unparsable_message(.reason, *.truncated))]
+    UnparsableOutput { reason: String, truncated: bool, source: Detail, raw: String },
+
+    /// The client could not be built from the settings (bad base URL, TLS setup).
+    #[error("The Gemini settings are invalid: {message}")]
+    InvalidConfig { message: String },
+}
+
+fn auth_message(d: &ServerDetail) -> String {
+    let msg = d.message.as_deref().unwrap_or_default().to_ascii_lowercase();
+    if msg.contains("leaked") {
+        "Gemini blocked the API key because it was reported as leaked — create a new key and enter it in Settings."
+            .into()
+    } else if d.status == 403 && !msg.contains("unregistered callers") && !msg.is_empty() {
+        format!(
+            "Gemini refused the API key (403: {}) — open Settings and check the key and its permissions.",
+            short(d.message.as_deref().unwrap_or_default(), 160)
+        )
+    } else {
+        "Gemini rejected the API key — open Settings and enter a valid key.".into()
+    }
+}
+
+fn short_server(d: &ServerDetail) -> String {
+    match d.message.as_deref() {
+        Some(m) if !m.trim().is_empty() => format!("{}: {}", d.status, short(m.trim().trim_end_matches('.'), 200)),
+        _ => d.status.to_string(),
+    }
+}
+
+fn quota_message(retry_after: Option<Duration>) -> String {
+    match retry_after {
+        Some(d) => format!("Gemini's quota is used up; try again in {}.", human_delay(d)),
+        None => "Gemini's quota is used up; try again later, or check the plan and billing of the API key.".into(),
+    }
+}
+
+fn unavailable_message(status: u16) -> String {
+    match status {
+        500 => "Gemini had an internal error (500); try again in a minute.".into(),
+        502 => "Gemini could not be reached through Google's gateway (502); try again in a minute.".into(),
+        504 => "Gemini ran out of time on its side (504); try again in a minute.".into(),
+        s => format!("Gemini is overloaded ({s}); try again in a minute."),
+    }
+}
+
+fn timeout_message(kind: TimeoutKind, after: Duration) -> String {
+    let after = human_delay(after);
+    match kind {
+        TimeoutKind::Connect => format!(
+            "Could not connect to Gemini within {after} (connect timeout) — check the internet connection and the Gemini address in Settings."
+        ),
+        TimeoutKind::Read => format!(
+            "Gemini stopped sending data for {after} (read timeout); try again, or raise the read timeout in Settings."
+        ),
+        TimeoutKind::Overall => format!(
+            "Gemini did not finish answering within {after} (overall timeout); try again, or raise the timeout in Settings."
+        ),
+    }
+}
+
+fn unparsable_message(reason: &str, truncated: bool) -> String {
+    if truncated {
+        "Gemini's answer was cut off (MAX_TOKENS) before the product data was complete; try again.".into()
+    } else {
+        format!("Gemini's answer could not be read as product data ({reason}); try again.")
+    }
+}
+
+/// `26 s`, `1.5 s`, `2 min 5 s`, `250 ms`.
+pub(crate) fn human_delay(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        return format!("{} ms", d.as_millis());
+    }
+    let secs = d.as_secs_f64().ceil() as u64;
+    if secs < 120 {
+        format!("{secs} s")
+    } else if secs % 60 == 0 {
+        format!("{} min", secs / 60)
+    } else {
+        format!("{} min {} s", secs / 60, secs % 60)
+    }
+}
+
+/// The first `max` characters, with an ellipsis when cut.
+pub(crate) fn short(s: &str, max: usize) -> String {
+    let mut out: String = s.chars().take(max).collect();
+    if s.chars().count() > max {
+        out.push('…');
+    }
+    out
+}
+
+impl GeminiError {
+    /// The whole HTTP body of the answer, when there was one (for the audit trail).
+    pub fn raw_response(&self) -> Option<&str> {
+        match self {
+            Self::Auth { raw, .. }
+            | Self::BadRequest { raw, .. }
+            | Self::NotFound { raw, .. }
+            | Self::Quota { raw, .. }
+            | Self::Unavailable { raw, .. }
+            | Self::Api { raw, .. }
+            | Self::Blocked { raw, .. }
+            | Self::UnparsableOutput { raw, .. } => Some(raw),
+            Self::MissingKey | Self::Timeout { .. } | Self::Network { .. } | Self::InvalidConfig { .. } => None,
+        }
+    }
+
+    /// How long the server asked us to wait before retrying (429 `RetryInfo`, or the
+    /// "Please retry in 47.17s." fallback; `Retry-After` on 503).
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Self::Quota { retry_after, .. } | Self::Unavailable { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// The HTTP status of the answer, when one arrived (200 for blocked and unreadable answers).
+    pub fn http_status(&self) -> Option<u16> {
+        match self {
+            Self::Auth { source, .. }
+            | Self::BadRequest { source, .. }
+            | Self::NotFound { source, .. }
+            | Self::Quota { source, .. }
+            | Self::Unavailable { source, .. }
+            | Self::Api { source, .. } => Some(source.status),
+            Self::Blocked { .. } | Self::UnparsableOutput { .. } => Some(200),
+            Self::MissingKey | Self::Timeout { .. } | Self::Network { .. } | Self::InvalidConfig { .. } => None,
+        }
+    }
+
+    /// Whether trying again later may succeed (quota, overload, timeouts, network).
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Self::Quota { .. } | Self::Unavailable { .. } | Self::Timeout { .. } | Self::Network { .. }
+        )
+    }
+}
+
+impl Coded for GeminiError {
+    fn code(&self) -> ErrorCode {
+        match self {
+            Self::MissingKey | Self::Auth { .. } => ErrorCode::GeminiAuth,
+            Self::BadRequest { .. } => ErrorCode::GeminiBadRequest,
+            Self::NotFound { .. } => ErrorCode::GeminiNotFound,
+            Self::Quota { .. } => ErrorCode::GeminiQuota,
+            Self::Unavailable { .. } => ErrorCode::GeminiUnavailable,
+            Self::Api { .. } => ErrorCode::GeminiApiError,
+            Self::Timeout { .. } => ErrorCode::Timeout,
+            Self::Network { .. } => ErrorCode::Network,
+            Self::Blocked { .. } => ErrorCode::Blocked,
+            Self::UnparsableOutput { .. } => ErrorCode::UnparsableOutput,
+            Self::InvalidConfig { .. } => ErrorCode::Config,
+        }
+    }
+}
+
+/// Maps an error status and its body to a [`GeminiError`]. `body` is already scrubbed of the key.
+pub(crate) fn from_status(status: u16, body: String, model: &str, retry_after_header: Option<Duration>) -> GeminiError {
+    let envelope: Option<ErrorBody> = serde_json::from_str::<ErrorEnvelope>(&body).ok().and_then(|e| e.error);
+    let envelope = envelope.unwrap_or_default();
+    let message = envelope.message.clone().filter(|m| !m.trim().is_empty()).or_else(|| {
+        // Not the JSON envelope (a proxy's HTML page, plain text): keep a short excerpt.
+        let t = body.trim();
+        (!t.is_empty() && !t.starts_with('{')).then(|| short(t, 200))
+    });
+    let source = ServerDetail { status, canonical: envelope.status.clone(), message: message.clone() };
+    let raw = body;
+    let reason = envelope.reason().unwrap_or_default();
+    let msg_lower = message.as_deref().unwrap_or_default().to_ascii_lowercase();
+    match status {
+        400 if reason.starts_with("API_KEY") || msg_lower.contains("api key not valid") => {
+            GeminiError::Auth { source, raw }
+        }
+        401 | 403 => GeminiError::Auth { source, raw },
+        400 => GeminiError::BadRequest { source, raw },
+        404 => GeminiError::NotFound { model: model.to_string(), source, raw },
+        429 => {
+            let retry_after = envelope
+                .retry_delay()
+                .or_else(|| message.as_deref().and_then(retry_in_message))
+                .or(retry_after_header);
+            GeminiError::Quota { retry_after, source, raw }
+        }
+        500 | 502 | 503 | 504 => GeminiError::Unavailable { retry_after: retry_after_header, source, raw },
+        _ => GeminiError::Api { source, raw },
+    }
+}
+
+/// `... Please retry in 47.17s.` (also `in 250ms`, `in 2m`) anywhere in the message.
+pub(crate) fn retry_in_message(message: &str) -> Option<Duration> {
+    let lower = message.to_ascii_lowercase();
+    let at = lower.find("retry in ")? + "retry in ".len();
+    let rest = &lower[at..];
+    let num_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+    let value: f64 = rest[..num_len].trim_end_matches('.').parse().ok()?;
+    let unit = rest[num_len..].trim_start();
+    let secs = if unit.starts_with("ms") {
+        value / 1000.0
+    } else if unit.starts_with('s') {
+        value
+    } else if unit.starts_with('m') {
+        value * 60.0
+    } else if unit.starts_with('h') {
+        value * 3600.0
+    } else {
+        return None;
+    };
+    (secs.is_finite() && secs < 1e9).then(|| Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delays_read_like_a_person_wrote_them() {
+        assert_eq!(human_delay(Duration::from_secs(26)), "26 s");
+        assert_eq!(human_delay(Duration::from_secs_f64(47.17)), "48 s");
+        assert_eq!(human_delay(Duration::from_millis(300)), "300 ms");
+        assert_eq!(human_delay(Duration::from_secs(180)), "3 min");
+        assert_eq!(human_delay(Duration::from_secs(125)), "2 min 5 s");
+    }
+
+    #[test]
+    fn retry_in_message_fallback() {
+        let m = "You exceeded your current quota. Please retry in 47.17s.";
+        assert_eq!(retry_in_message(m), Some(Duration::from_secs_f64(47.17)));
+        assert_eq!(retry_in_message("Please retry in 250ms"), Some(Duration::from_millis(250)));
+        assert_eq!(retry_in_message("Please retry later."), None);
+        assert_eq!(retry_in_message("nothing"), None);
+    }
+
+    #[test]
+    fn status_mapping() {
+        let key_invalid = r#"{"error": {"code": 400, "message": "API key not valid. Please pass a valid API key.",
+          "status": "INVALID_ARGUMENT", "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+          "reason": "API_KEY_INVALID", "domain": "googleapis.com"}]}}"#;
+        let cases: &[(u16, &str, ErrorCode)] = &[
+            (400, key_invalid, ErrorCode::GeminiAuth),
+            (400, r#"{"error":{"code":400,"message":"Provided image is not valid.","status":"INVALID_ARGUMENT"}}"#, ErrorCode::GeminiBadRequest),
+            (401, "", ErrorCode::GeminiAuth),
+            (403, r#"{"error":{"code":403,"message":"Your API key was reported as leaked.","status":"PERMISSION_DENIED"}}"#, ErrorCode::GeminiAuth),
+            (404, "<html>not found</html>", ErrorCode::GeminiNotFound),
+            (429, r#"{"error":{"code":429,"message":"Please retry in 47.17s.","status":"RESOURCE_EXHAUSTED"}}"#, ErrorCode::GeminiQuota),
+            (500, "", ErrorCode::GeminiUnavailable),
+            (502, "bad gateway", ErrorCode::GeminiUnavailable),
+            (503, "{}", ErrorCode::GeminiUnavailable),
+            (504, "null", ErrorCode::GeminiUnavailable),
+            (409, "{", ErrorCode::GeminiApiError),
+            (408, "", ErrorCode::GeminiApiError),
+        ];
+        for (status, body, code) in cases {
+            let e = from_status(*status, body.to_string(), "m", None);
+            assert_eq!(e.code(), *code, "{status} {body}");
+            assert_eq!(e.http_status(), Some(*status));
+            assert_eq!(e.raw_response(), Some(*body));
+        }
+        let e = from_status(403, r#"{"error":{"message":"Your API key was reported as leaked."}}"#.into(), "m", None);
+        assert!(e.to_string().contains("leaked"), "{e}");
+        let e = from_status(429, r#"{"error":{"message":"Please retry in 47.17s."}}"#.into(), "m", None);
+        assert_eq!(e.retry_after(), Some(Duration::from_secs_f64(47.17)));
+        assert_eq!(e.to_string(), "Gemini's quota is used up; try again in 48 s.");
+    }
+
+    #[test]
+    fn retry_info_wins_over_message() {
+        let body = r#"{"error":{"code":429,"message":"Please retry in 47.17s.","status":"RESOURCE_EXHAUSTED",
+            "details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"26s"}]}}"#;
+        let e = from_status(429, body.into(), "m", None);
+        assert_eq!(e.retry_after(), Some(Duration::from_secs(26)));
+        assert_eq!(e.to_string(), "Gemini's quota is used up; try again in 26 s.");
+        let report = crate::ErrorReport::from_error(&e);
+        assert_eq!(report.code, ErrorCode::GeminiQuota);
+        assert_eq!(report.detail.as_deref(), Some("HTTP 429 RESOURCE_EXHAUSTED: Please retry in 47.17s."));
+    }
+}

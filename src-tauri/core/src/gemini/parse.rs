@@ -1,0 +1,329 @@
+//! Tolerant parsing of a `generateContent` answer into a [`Product`].
+//!
+//! Handles every shape the spec lists: no candidates with `promptFeedback.blockReason`, a
+//! candidate without content, content without parts, thought parts (skipped), unknown fields and
+//! unknown `finishReason` values; and text that is JSON wrapped in a code fence or in prose.
+
+use crate::product::Product;
+
+use super::error::{short, Detail, GeminiError};
+use super::wire::{GenerateContentResponse, UsageMetadata};
+use super::Usage;
+
+/// `finishReason` values that mean the answer was withheld.
+const BLOCKING_FINISH_REASONS: &[&str] =
+    &["SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY", "RECITATION"];
+
+/// What a successful answer carries, before timing is added.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Parsed {
+    pub product: Product,
+    pub usage: Usage,
+    pub model_version: Option<String>,
+    pub finish_reason: Option<String>,
+}
+
+impl From<&UsageMetadata> for Usage {
+    fn from(u: &UsageMetadata) -> Self {
+        let output = u.candidates_token_count.saturating_add(u.thoughts_token_count);
+        let total = if u.total_token_count > 0 {
+            u.total_token_count
+        } else {
+            u.prompt_token_count.saturating_add(output)
+        };
+        Usage {
+            prompt_tokens: u.prompt_token_count,
+            output_tokens: output,
+            thoughts_tokens: u.thoughts_token_count,
+            total_tokens: total,
+        }
+    }
+}
+
+fn unparsable(reason: impl Into<String>, detail: impl Into<String>, raw: &str) -> GeminiError {
+    GeminiError::UnparsableOutput {
+        reason: reason.into(),
+        truncated: false,
+        source: Detail(detail.into()),
+        raw: raw.to_string(),
+    }
+}
+
+/// Parses the body of a 200 answer.
+pub(crate) fn parse_generate_response(body: &str) -> Result<Parsed, GeminiError> {
+    let response: GenerateContentResponse = serde_json::from_str(body).map_err(|e| {
+        unparsable("the answer was not a Gemini response", format!("{e}; body starts: {}", short(body.trim(), 200)), body)
+    })?;
+    let usage = response.usage_metadata.as_ref().map(Usage::from).unwrap_or_default();
+
+    let Some(candidate) = response.candidates.first() else {
+        if let Some(reason) = response.prompt_feedback.as_ref().and_then(|f| f.block_reason.clone()) {
+            return Err(GeminiError::Blocked { reason, raw: body.to_string() });
+        }
+        return Err(unparsable("Gemini returned no answer", "no candidates and no promptFeedback.blockReason", body));
+    };
+    let finish_reason = candidate.finish_reason.clone().filter(|r| !r.is_empty());
+    let finish = finish_reason.as_deref().unwrap_or("");
+
+    // The answer: every text part that is not a thought, in order.
+    let text: String = candidate
+        .content
+        .iter()
+        .flat_map(|c| c.parts.iter())
+        .filter(|p| !p.thought)
+        .filter_map(|p| p.text.as_deref())
+        .collect();
+
+    let no_usable_text = |what: &str| -> GeminiError {
+        if BLOCKING_FINISH_REASONS.contains(&finish) {
+            GeminiError::Blocked { reason: finish.to_string(), raw: body.to_string() }
+        } else if finish == "MAX_TOKENS" {
+            GeminiError::UnparsableOutput {
+                reason: "the answer was cut off".into(),
+                truncated: true,
+                source: Detail(format!("finishReason MAX_TOKENS; text: {}", short(text.trim(), 200))),
+                raw: body.to_string(),
+            }
+        } else {
+            let finish = if finish.is_empty() { "none" } else { finish };
+            unparsable(what.to_string(), format!("finishReason {finish}; text: {}", short(text.trim(), 200)), body)
+        }
+    };
+
+    if text.trim().is_empty() {
+        return Err(no_usable_text("the answer had no text"));
+    }
+    let Some(json) = extract_json_object(&text) else {
+        return Err(no_usable_text("the answer held no JSON object"));
+    };
+    let serde_json::Value::Object(object) = &json else {
+        return Err(no_usable_text("the answer held no JSON object"));
+    };
+    match object.get("name") {
+        Some(serde_json::Value::String(name)) if !name.trim().is_empty() => {}
+        _ => return Err(unparsable("the answer had no product name", short(text.trim(), 200), body)),
+    }
+    let product: Product = serde_json::from_value(json.clone())
+        .map_err(|e| unparsable("the product data had the wrong shape", format!("{e}: {}", short(text.trim(), 200)), body))?;
+    Ok(Parsed { product: product.normalized(), usage, model_version: response.model_version, finish_reason })
+}
+
+/// Finds the product JSON in model text: the whole text, else the inside of a ``` fence, else
+/// the first balanced top-level `{...}` that parses. Returns `None` when none parses.
+pub(crate) fn extract_json_object(text: &str) -> Option<serde_json::Value> {
+    let trimmed = text.trim().trim_start_matches('\u{feff}');
+    // Valid JSON that is not an object (an array, a string) is not a product: no digging inside.
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(trimmed) {
+        return v.is_object().then_some(v);
+    }
+    if let Some(inner) = fenced_block(trimmed) {
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(inner.trim()) {
+            return v.is_object().then_some(v);
+        }
+    }
+    // Prose around JSON: try each `{` as the start of a balanced object (a bounded number).
+    let mut from = 0;
+    for _ in 0..32 {
+        let start = from + trimmed[from..].find('{')?;
+        if let Some(end) = balanced_object_end(&trimmed[start..]) {
+            if let Ok(v @ serde_json::Value::Object(_)) =
+                serde_json::from_str::<serde_json::Value>(&trimmed[start..start + end])
+            {
+                return Some(v);
+            }
+        }
+        from = start + 1;
+    }
+    None
+}
+
+/// The text between the first ``` fence line (```json, ```JSON, ```) and the next ```.
+fn fenced_block(text: &str) -> Option<&str> {
+    let open = text.find("```")?;
+    let after = &text[open + 3..];
+    let body_start = after.find('\n').map(|i| i + 1).unwrap_or(0);
+    let body = &after[body_start..];
+    let close = body.find("```").unwrap_or(body.len());
+    Some(&body[..close])
+}
+
+/// Given text starting with `{`, the byte length of the balanced object, aware of JSON strings.
+fn balanced_object_end(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (i, c) in text.char_indices() {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '{' | '[' => depth += 1,
+            '}' | ']' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{Coded, ErrorCode};
+    use serde_json::json;
+
+    fn answer(text: &str, finish: &str) -> String {
+        json!({"candidates": [{"content": {"parts": [{"text": text}], "role": "model"},
+                               "finishReason": finish, "index": 0}],
+               "usageMetadata": {"promptTokenCount": 102, "candidatesTokenCount": 160,
+                                 "thoughtsTokenCount": 278, "totalTokenCount": 540},
+               "modelVersion": "gemini-2.5-flash", "responseId": "L7JLavbaFMP5xN8P2-fwwAE"})
+        .to_string()
+    }
+
+    const PRODUCT: &str = r#"{"name": " Crunchy Oat Granola ", "brand": "Morning Field", "price": {"amount": 3.49, "currency": "eur"},
+        "gtin": "4006381333931", "net_content": {"value": 500, "unit": "g"}, "uncertain_fields": ["price"]}"#;
+
+    fn ok(body: &str) -> Parsed {
+        parse_generate_response(body).unwrap_or_else(|e| panic!("{e}: {e:?}"))
+    }
+
+    fn err(body: &str) -> GeminiError {
+        match parse_generate_response(body) {
+            Ok(p) => panic!("expected an error, got {p:?}"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn spec_example_parses_with_usage() {
+        let p = ok(&answer(PRODUCT, "STOP"));
+        assert_eq!(p.product.name, "Crunchy Oat Granola");
+        assert_eq!(p.product.price.as_ref().unwrap().currency, "EUR");
+        assert_eq!(p.product.uncertain_fields, vec!["price"]);
+        assert_eq!(
+            p.usage,
+            Usage { prompt_tokens: 102, output_tokens: 438, thoughts_tokens: 278, total_tokens: 540 }
+        );
+        assert_eq!(p.model_version.as_deref(), Some("gemini-2.5-flash"));
+        assert_eq!(p.finish_reason.as_deref(), Some("STOP"));
+    }
+
+    #[test]
+    fn text_shapes() {
+        let cases = [
+            PRODUCT.to_string(),
+            format!("```json\n{PRODUCT}\n```"),
+            format!("```JSON\n{PRODUCT}\n```\n"),
+            format!("```\n{PRODUCT}\n```"),
+            format!("Here is the product I found:\n{PRODUCT}\nLet me know if you need more."),
+            format!("Sure! {{not json}} and then ```json\n{PRODUCT}``` done"),
+            format!("The {{brand}} is visible. {PRODUCT} (prices in {{EUR}})"),
+            format!("\u{feff}{PRODUCT}"),
+        ];
+        for text in cases {
+            let p = ok(&answer(&text, "STOP"));
+            assert_eq!(p.product.name, "Crunchy Oat Granola", "{text}");
+        }
+    }
+
+    #[test]
+    fn braces_inside_strings_do_not_confuse_extraction() {
+        let text = r#"Result: {"name": "Mug {large}", "description": "a \"}\" shape"} trailing }"#;
+        assert_eq!(ok(&answer(text, "STOP")).product.name, "Mug {large}");
+    }
+
+    #[test]
+    fn thought_parts_are_skipped_and_text_parts_joined() {
+        let body = json!({"candidates": [{"content": {"role": "model", "parts": [
+            {"text": "**Looking at the label** {\"name\": \"WRONG\"}", "thought": true},
+            {"text": "{\"name\": \"Crunchy "},
+            {"text": "Oat Granola\"}", "thoughtSignature": "abc"}]}, "finishReason": "STOP"}]})
+        .to_string();
+        assert_eq!(ok(&body).product.name, "Crunchy Oat Granola");
+    }
+
+    #[test]
+    fn unknown_fields_and_unknown_finish_reason_are_tolerated() {
+        let body = json!({"candidates": [{"content": {"parts": [{"text": PRODUCT, "newThing": 1}], "role": "model"},
+            "finishReason": "SOME_FUTURE_REASON", "avgLogprobs": -0.1, "citationMetadata": {"x": []},
+            "safetyRatings": [{"category": "HARM_CATEGORY_HATE_SPEECH", "probability": "NEGLIGIBLE"}]}],
+            "usageMetadata": {"promptTokenCount": "7", "promptTokensDetails": [{"modality": "IMAGE", "tokenCount": 258}]},
+            "serverTiming": {"a": 1}, "modelVersion": null})
+        .to_string();
+        let p = ok(&body);
+        assert_eq!(p.finish_reason.as_deref(), Some("SOME_FUTURE_REASON"));
+        assert_eq!(p.usage, Usage { prompt_tokens: 7, output_tokens: 0, thoughts_tokens: 0, total_tokens: 7 });
+        assert_eq!(p.model_version, None);
+    }
+
+    #[test]
+    fn missing_usage_metadata_is_zero() {
+        let body = json!({"candidates": [{"content": {"parts": [{"text": PRODUCT}]}}]}).to_string();
+        let p = ok(&body);
+        assert_eq!(p.usage, Usage::default());
+        assert_eq!(p.finish_reason, None);
+    }
+
+    #[test]
+    fn error_shapes() {
+        let cases: Vec<(String, ErrorCode, &str)> = vec![
+            (json!({"promptFeedback": {"blockReason": "PROHIBITED_CONTENT", "safetyRatings": []},
+                    "usageMetadata": {"promptTokenCount": 300}}).to_string(), ErrorCode::Blocked, "PROHIBITED_CONTENT"),
+            (json!({"candidates": [], "promptFeedback": {"blockReason": "OTHER"}}).to_string(), ErrorCode::Blocked, "OTHER"),
+            (json!({"candidates": [{"finishReason": "SAFETY", "safetyRatings": [{"blocked": true}]}]}).to_string(),
+                ErrorCode::Blocked, "SAFETY"),
+            (json!({"candidates": [{"content": {"role": "model"}, "finishReason": "IMAGE_SAFETY"}]}).to_string(),
+                ErrorCode::Blocked, "IMAGE_SAFETY"),
+            (answer("", "RECITATION"), ErrorCode::Blocked, "RECITATION"),
+            (json!({"candidates": [{"content": {"role": "model"}, "finishReason": "STOP"}]}).to_string(),
+                ErrorCode::UnparsableOutput, "no text"),
+            (json!({"candidates": [{"index": 0}]}).to_string(), ErrorCode::UnparsableOutput, "no text"),
+            (json!({"candidates": [{"content": {"parts": []}}]}).to_string(), ErrorCode::UnparsableOutput, "no text"),
+            (json!({"candidates": [{"content": {"parts": [{"text": "x", "thought": true}]}}]}).to_string(),
+                ErrorCode::UnparsableOutput, "no text"),
+            (json!({}).to_string(), ErrorCode::UnparsableOutput, "no answer"),
+            ("not json at all".to_string(), ErrorCode::UnparsableOutput, "not a Gemini response"),
+            ("[1,2]".to_string(), ErrorCode::UnparsableOutput, "not a Gemini response"),
+            (answer("I'm sorry, I cannot tell what this is.", "STOP"), ErrorCode::UnparsableOutput, "no JSON object"),
+            (answer("[{\"name\": \"x\"}]", "STOP"), ErrorCode::UnparsableOutput, "no JSON object"),
+            (answer("\"just a string\"", "STOP"), ErrorCode::UnparsableOutput, "no JSON object"),
+            (answer("{\"brand\": \"Acme\"}", "STOP"), ErrorCode::UnparsableOutput, "no product name"),
+            (answer("{\"name\": \"  \"}", "STOP"), ErrorCode::UnparsableOutput, "no product name"),
+            (answer("{\"name\": 42}", "STOP"), ErrorCode::UnparsableOutput, "no product name"),
+            (answer("{\"name\": \"X\", \"price\": \"3.49\"}", "STOP"), ErrorCode::UnparsableOutput, "wrong shape"),
+            (answer("{\"name\": \"Crunchy Oat Gra", "MAX_TOKENS"), ErrorCode::UnparsableOutput, "cut off"),
+            (answer("", "MAX_TOKENS"), ErrorCode::UnparsableOutput, "cut off"),
+        ];
+        for (body, code, needle) in cases {
+            let e = err(&body);
+            assert_eq!(e.code(), code, "{body}: {e}");
+            assert!(e.to_string().contains(needle), "{body}: {e}");
+            assert_eq!(e.raw_response(), Some(body.as_str()));
+            assert_eq!(e.http_status(), Some(200));
+        }
+    }
+
+    #[test]
+    fn safety_finish_with_usable_text_is_accepted() {
+        assert_eq!(ok(&answer(PRODUCT, "SAFETY")).product.name, "Crunchy Oat Granola");
+    }
+
+    #[test]
+    fn unparsable_detail_has_an_excerpt() {
+        let e = err(&answer("I'm sorry, I cannot tell what this is.", "STOP"));
+        let report = crate::ErrorReport::from_error(&e);
+        assert!(report.detail.unwrap().contains("I'm sorry"));
+    }
+}

@@ -1,0 +1,28 @@
+//! product-extractor's core: everything the app does, without a window.
+//!
+//! A tour, in the order a photo travels:
+//! - [`intake`] checks a photo file and prepares it for upload: format from magic bytes, size and
+//!   pixel caps before decoding, EXIF orientation, downscale, JPEG re-encode without metadata,
+//!   SHA-256 and thumbnail. CPU work; callers run it on a blocking thread.
+//! - [`gemini`] is the HTTP client for `generateContent` (reqwest + rustls) with tolerant response
+//!   parsing and a typed error for every failure.
+//! - [`product`] is the schema: the Rust type the JSON Schema and the UI's types come from, and
+//!   its validation (GTIN check digit, ISO 4217).
+//! - [`catalog`] is the SQLite store on its own thread: photos, extraction attempts (the audit
+//!   trail), products (proposal and saved).
+//! - [`pipeline`] ties them together: intake → Gemini → audit, then save after review.
+//! - [`fake_gemini`] is a local server that behaves like the real API, for tests and demo mode.
+//! - [`config`] and [`error`] are shared by all of them.
+//!
+//! This crate never depends on tauri.
+
+pub mod catalog;
+pub mod config;
+pub mod error;
+pub mod fake_gemini;
+pub mod gemini;
+pub mod intake;
+pub mod pipeline;
+pub mod product;
+
+pub use error::{Coded, ErrorCode, ErrorReport};

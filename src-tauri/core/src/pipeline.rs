@@ -1,0 +1,316 @@
+//! The pipeline: one photo file becomes a proposal in the audit trail, and, after review, a
+//! product in the catalog.
+//!
+//! ```text
+//! extract(file)  ─ intake (blocking pool) ─ record_photo (catalog thread, own tx)
+//!                ─ Gemini call (no transaction open anywhere)
+//!                ─ record_attempt (catalog thread, own tx) ─ Extraction (proposal + flags)
+//! save(photo, attempt, reviewed product) ─ validate ─ save_product (one tx)
+//! ```
+//! Every catalog call is its own short transaction on the catalog thread, so no transaction can
+//! span the network call. Nothing reaches the products table without [`Pipeline::save`], which
+//! the app calls on the reviewer's Save and the CLI on `--save`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+use ts_rs::TS;
+
+use crate::catalog::{
+    AttemptId, AttemptOutcome, AttemptUsage, Catalog, CatalogError, NewAttempt, NewPhoto, PhotoId,
+    ProductId, ProductRecord, SaveProduct,
+};
+use crate::config::ImageConfig;
+use crate::error::{Coded, ErrorCode};
+use crate::gemini::{GeminiClient, GeminiError, Usage};
+use crate::intake::{self, IntakeError, PreparedImage};
+use crate::product::{FieldFlag, FlagKind, Product};
+
+/// The current time in unix milliseconds. Passed in, so tests control time.
+pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
+
+/// The wall clock.
+pub fn system_clock() -> Clock {
+    Arc::new(|| {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
+    })
+}
+
+/// What the pipeline reports while it works on one photo.
+#[derive(Debug)]
+pub enum Stage<'a> {
+    Preparing,
+    Prepared(&'a PreparedImage),
+    Extracting,
+}
+
+/// A finished extraction, waiting for review.
+#[derive(Debug, Clone)]
+pub struct Extraction {
+    pub file: PathBuf,
+    pub photo_id: PhotoId,
+    pub attempt_id: AttemptId,
+    pub sha256: String,
+    /// What Gemini proposed, normalized but not corrected.
+    pub product: Product,
+    /// What the reviewer must look at.
+    pub flags: Vec<FieldFlag>,
+    pub usage: Usage,
+    pub raw_response: String,
+    pub model: String,
+    pub latency_ms: u64,
+    /// The product this photo (same bytes) was already saved as, if any.
+    pub existing_product_id: Option<ProductId>,
+}
+
+/// Why an extraction failed. The photo's own faults and Gemini's are kept apart by their codes.
+#[derive(Debug, thiserror::Error)]
+pub enum ExtractError {
+    #[error(transparent)]
+    Intake(#[from] IntakeError),
+    #[error(transparent)]
+    Gemini(#[from] GeminiError),
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+}
+
+impl Coded for ExtractError {
+    fn code(&self) -> ErrorCode {
+        match self {
+            Self::Intake(e) => e.code(),
+            Self::Gemini(e) => e.code(),
+            Self::Catalog(e) => e.code(),
+        }
+    }
+}
+
+/// Why a save was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum SaveError {
+    #[error("{}", invalid_message(.0))]
+    Invalid(Vec<FieldFlag>),
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+}
+
+fn invalid_message(flags: &[FieldFlag]) -> String {
+    let list: Vec<String> = flags.iter().map(|f| format!("{}: {}", f.field, f.message)).collect();
+    format!("Not saved — fix the highlighted fields first ({}).", list.join("; "))
+}
+
+impl Coded for SaveError {
+    fn code(&self) -> ErrorCode {
+        match self {
+            Self::Invalid(_) => ErrorCode::Validation,
+            Self::Catalog(e) => e.code(),
+        }
+    }
+}
+
+/// A summary of a prepared photo, as the UI shows it on a card.
+#[derive(Debug, Clone, Serialize, TS)]
+#[ts(export)]
+pub struct PreparedSummary {
+    pub thumbnail: String,
+    pub width: u32,
+    pub height: u32,
+    pub original_width: u32,
+    pub original_height: u32,
+    pub sha256: String,
+    pub estimated_tokens: u32,
+}
+
+impl PreparedSummary {
+    pub fn of(image: &PreparedImage) -> Self {
+        Self {
+            thumbnail: image.thumbnail_data_url(),
+            width: image.width,
+            height: image.height,
+            original_width: image.original_width,
+            original_height: image.original_height,
+            sha256: image.sha256.clone(),
+            estimated_tokens: image.estimated_input_tokens(),
+        }
+    }
+}
+
+/// Intake, Gemini and the catalog, wired together. Cheap to clone.
+#[derive(Clone)]
+pub struct Pipeline {
+    gemini: GeminiClient,
+    catalog: Catalog,
+    image: ImageConfig,
+    clock: Clock,
+}
+
+impl Pipeline {
+    pub fn new(gemini: GeminiClient, catalog: Catalog, image: ImageConfig, clock: Clock) -> Self {
+        Self { gemini, catalog, image, clock }
+    }
+
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    pub fn gemini(&self) -> &GeminiClient {
+        &self.gemini
+    }
+
+    pub fn image_config(&self) -> &ImageConfig {
+        &self.image
+    }
+
+    /// Prepares the photo, asks Gemini, and records the attempt (success or failure) in the audit
+    /// trail. Intake errors never reach the network and are not recorded as attempts.
+    pub async fn extract(&self, file: &Path, mut on_stage: impl FnMut(Stage<'_>) + Send) -> Result<Extraction, ExtractError> {
+        on_stage(Stage::Preparing);
+        let image = intake::prepare_file_async(file.to_path_buf(), self.image.clone()).await?;
+        on_stage(Stage::Prepared(&image));
+        let photo_id = self
+            .catalog
+            .record_photo(NewPhoto {
+                sha256: image.sha256.clone(),
+                original_path: file.to_string_lossy().into_owned(),
+                file_bytes: image.file_bytes,
+                width: image.original_width,
+                height: image.original_height,
+                format: image.source_format.to_string(),
+                thumbnail_jpeg: image.thumbnail_jpeg.clone(),
+                seen_at: (self.clock)(),
+            })
+            .await?;
+
+        on_stage(Stage::Extracting);
+        let started_at = (self.clock)();
+        let started = Instant::now();
+        // No transaction is open here: the catalog's calls above and below are each complete.
+        let result = self.gemini.extract_product(PreparedImage::MIME_TYPE, &image.jpeg).await;
+        let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let model = self.gemini.model().to_string();
+
+        match result {
+            Ok(answer) => {
+                let latency_ms = u64::try_from(answer.latency.as_millis()).unwrap_or(elapsed_ms);
+                let attempt_id = self
+                    .catalog
+                    .record_attempt(NewAttempt {
+                        photo_id,
+                        model: model.clone(),
+                        started_at,
+                        latency_ms,
+                        usage: Some(attempt_usage(&answer.usage)),
+                        raw_response: Some(answer.raw_response.clone()),
+                        outcome: AttemptOutcome::Proposed { product: answer.product.clone() },
+                    })
+                    .await?;
+                let existing_product_id = self.catalog.product_for_photo(photo_id).await?;
+                Ok(Extraction {
+                    file: file.to_path_buf(),
+                    photo_id,
+                    attempt_id,
+                    sha256: image.sha256,
+                    flags: answer.product.validate(),
+                    product: answer.product,
+                    usage: answer.usage,
+                    raw_response: answer.raw_response,
+                    model,
+                    latency_ms,
+                    existing_product_id,
+                })
+            }
+            Err(error) => {
+                let recorded = self
+                    .catalog
+                    .record_attempt(NewAttempt {
+                        photo_id,
+                        model,
+                        started_at,
+                        latency_ms: elapsed_ms,
+                        usage: None,
+                        raw_response: error.raw_response().map(str::to_owned),
+                        outcome: AttemptOutcome::Failed { code: error.code(), message: error.to_string() },
+                    })
+                    .await;
+                if let Err(audit) = recorded {
+                    tracing::warn!(error = %audit, "could not record the failed attempt");
+                }
+                Err(error.into())
+            }
+        }
+    }
+
+    /// Saves what the reviewer approved. Refused, with the flags, while any field is invalid.
+    pub async fn save(&self, photo_id: PhotoId, attempt_id: Option<AttemptId>, product: Product) -> Result<ProductRecord, SaveError> {
+        let product = product.normalized();
+        let invalid: Vec<FieldFlag> = product.validate().into_iter().filter(|f| f.kind == FlagKind::Invalid).collect();
+        if !invalid.is_empty() {
+            return Err(SaveError::Invalid(invalid));
+        }
+        let record = self
+            .catalog
+            .save_product(SaveProduct { photo_id, attempt_id, saved: product, saved_at: (self.clock)() })
+            .await?;
+        Ok(record)
+    }
+}
+
+fn attempt_usage(usage: &Usage) -> AttemptUsage {
+    AttemptUsage {
+        prompt_tokens: usage.prompt_tokens,
+        output_tokens: usage.output_tokens,
+        thoughts_tokens: usage.thoughts_tokens,
+        total_tokens: usage.total_tokens,
+    }
+}
+
+/// The file extensions a folder walk picks up. A file named explicitly is always tried: intake
+/// decides by its bytes, not its name.
+pub const PHOTO_EXTENSIONS: &[&str] = &["jpg", "jpeg", "jfif", "png", "webp", "gif", "heic", "heif"];
+
+/// Expands what was dropped or chosen into photo files: files as they are, folders recursively
+/// (photos only, sorted, hidden entries skipped). Blocking; call it off the async workers.
+pub fn collect_photo_files(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for path in paths {
+        if !path.is_dir() {
+            files.push(path.clone());
+            continue;
+        }
+        let walk = walkdir::WalkDir::new(path)
+            .follow_links(true)
+            .sort_by_file_name()
+            .into_iter()
+            .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
+        for entry in walk.flatten() {
+            let is_photo = entry.path().extension().and_then(|e| e.to_str()).is_some_and(|ext| {
+                PHOTO_EXTENSIONS.iter().any(|p| p.eq_ignore_ascii_case(ext))
+            });
+            if entry.file_type().is_file() && is_photo {
+                files.push(entry.into_path());
+            }
+        }
+    }
+    files
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folders_expand_to_photos_files_stay_as_given() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("shoot/sub")).unwrap();
+        std::fs::create_dir_all(root.join("shoot/.cache")).unwrap();
+        for f in ["shoot/b.JPG", "shoot/a.png", "shoot/notes.txt", "shoot/sub/c.webp", "shoot/.cache/d.jpg", "x.pdf"] {
+            std::fs::write(root.join(f), b"x").unwrap();
+        }
+        let got = collect_photo_files(&[root.join("shoot"), root.join("x.pdf")]);
+        let names: Vec<_> = got.iter().map(|p| p.strip_prefix(root).unwrap().to_string_lossy().into_owned()).collect();
+        assert_eq!(names, vec!["shoot/a.png", "shoot/b.JPG", "shoot/sub/c.webp", "x.pdf"]);
+    }
+}

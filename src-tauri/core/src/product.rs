@@ -1,0 +1,340 @@
+//! The product schema: what Gemini is asked for, what the reviewer edits, what the catalog stores.
+//!
+//! One Rust type, [`Product`], is the single source of truth: the JSON Schema sent to Gemini as
+//! `responseJsonSchema` is generated from it (schemars), and so are the UI's TypeScript types
+//! (ts-rs). Validation never drops a value: a field that fails a check is kept as it is and
+//! reported as a [`FieldFlag`], so the reviewer sees it highlighted and decides.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+/// A product as extracted from one photo.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema, TS)]
+#[serde(default)]
+#[ts(export)]
+pub struct Product {
+    /// The product's name as printed on the package or label, without the brand if the brand is
+    /// a separate word group.
+    pub name: String,
+    /// The brand or manufacturer.
+    pub brand: Option<String>,
+    /// A short product category, e.g. "Breakfast cereal", "Running shoes".
+    pub category: Option<String>,
+    /// One or two sentences describing the product, from what is visible.
+    pub description: Option<String>,
+    /// The price, only if a price tag or printed price is visible.
+    pub price: Option<Price>,
+    /// The GTIN / EAN / UPC barcode digits, only if legible (8, 12, 13 or 14 digits).
+    pub gtin: Option<String>,
+    /// The main color.
+    pub color: Option<String>,
+    /// The size, e.g. "M", "42", "30 x 40 cm".
+    pub size: Option<String>,
+    /// The main material.
+    pub material: Option<String>,
+    /// The net content, e.g. 500 g or 1.5 l.
+    pub net_content: Option<NetContent>,
+    /// Further attributes visible on the product (e.g. "Flavor": "Vanilla").
+    pub attributes: Vec<Attribute>,
+    /// The names of the fields above whose values you are unsure of (e.g. ["price", "gtin"]).
+    pub uncertain_fields: Vec<String>,
+}
+
+/// A price: an amount in an ISO 4217 currency.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema, TS)]
+#[ts(export)]
+pub struct Price {
+    /// The amount, e.g. 3.49.
+    pub amount: f64,
+    /// The ISO 4217 currency code, e.g. "EUR", "USD".
+    pub currency: String,
+}
+
+/// A quantity with its unit, e.g. 500 g.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema, TS)]
+#[ts(export)]
+pub struct NetContent {
+    /// The numeric value, e.g. 500.
+    pub value: f64,
+    /// The unit, e.g. "g", "kg", "ml", "l", "pcs".
+    pub unit: String,
+}
+
+/// A free-form name/value attribute.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema, TS)]
+#[ts(export)]
+pub struct Attribute {
+    pub name: String,
+    pub value: String,
+}
+
+/// Why a field is flagged for the reviewer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum FlagKind {
+    /// The value fails a check (bad check digit, unknown currency, ...). Saving is refused.
+    Invalid,
+    /// The model said it is unsure of this value. Saving is allowed.
+    Uncertain,
+}
+
+/// A field the reviewer should look at.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct FieldFlag {
+    /// The field's name in [`Product`], e.g. "gtin", "price.currency", "attributes[2].name".
+    pub field: String,
+    pub kind: FlagKind,
+    /// What is wrong, for a person: "check digit should be 7, not 3".
+    pub message: String,
+}
+
+impl FieldFlag {
+    fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { field: field.into(), kind: FlagKind::Invalid, message: message.into() }
+    }
+}
+
+/// The field names a model may list in `uncertain_fields`.
+pub const FIELD_NAMES: &[&str] = &[
+    "name",
+    "brand",
+    "category",
+    "description",
+    "price",
+    "gtin",
+    "color",
+    "size",
+    "material",
+    "net_content",
+    "attributes",
+];
+
+impl Product {
+    /// Checks every field and returns what the reviewer must look at. Invalid values are kept as
+    /// they are; only the flags say what is wrong.
+    pub fn validate(&self) -> Vec<FieldFlag> {
+        let mut flags = Vec::new();
+        if self.name.trim().is_empty() {
+            flags.push(FieldFlag::invalid("name", "a name is required"));
+        }
+        if let Some(price) = &self.price {
+            if !price.amount.is_finite() || price.amount < 0.0 {
+                flags.push(FieldFlag::invalid("price.amount", "the price must be zero or more"));
+            }
+            if let Err(message) = check_currency(&price.currency) {
+                flags.push(FieldFlag::invalid("price.currency", message));
+            }
+        }
+        if let Some(gtin) = &self.gtin {
+            if let Err(message) = check_gtin(gtin) {
+                flags.push(FieldFlag::invalid("gtin", message));
+            }
+        }
+        if let Some(content) = &self.net_content {
+            if !content.value.is_finite() || content.value <= 0.0 {
+                flags.push(FieldFlag::invalid("net_content.value", "the amount must be more than zero"));
+            }
+            if content.unit.trim().is_empty() {
+                flags.push(FieldFlag::invalid("net_content.unit", "a unit is required, e.g. g or ml"));
+            }
+        }
+        for (i, attribute) in self.attributes.iter().enumerate() {
+            if attribute.name.trim().is_empty() {
+                flags.push(FieldFlag::invalid(format!("attributes[{i}].name"), "an attribute needs a name"));
+            }
+        }
+        for field in &self.uncertain_fields {
+            let known = FIELD_NAMES.contains(&field.as_str());
+            if known && !flags.iter().any(|f| f.field == *field || f.field.starts_with(&format!("{field}."))) {
+                flags.push(FieldFlag {
+                    field: field.clone(),
+                    kind: FlagKind::Uncertain,
+                    message: "Gemini was not sure of this value".into(),
+                });
+            }
+        }
+        flags
+    }
+
+    /// True when no field is invalid (uncertain fields are allowed).
+    pub fn is_valid(&self) -> bool {
+        self.validate().iter().all(|f| f.kind != FlagKind::Invalid)
+    }
+
+    /// Trims every string, turns blank optional strings into `None` and upper-cases the currency.
+    /// Applied to what the model returns and to what the reviewer saves.
+    pub fn normalized(mut self) -> Self {
+        fn opt(s: Option<String>) -> Option<String> {
+            s.map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+        }
+        self.name = self.name.trim().to_string();
+        self.brand = opt(self.brand);
+        self.category = opt(self.category);
+        self.description = opt(self.description);
+        self.gtin = opt(self.gtin).map(|g| g.chars().filter(|c| !c.is_whitespace() && *c != '-').collect());
+        self.color = opt(self.color);
+        self.size = opt(self.size);
+        self.material = opt(self.material);
+        if let Some(price) = &mut self.price {
+            price.currency = price.currency.trim().to_ascii_uppercase();
+        }
+        if let Some(content) = &mut self.net_content {
+            content.unit = content.unit.trim().to_string();
+        }
+        self.attributes.retain(|a| !(a.name.trim().is_empty() && a.value.trim().is_empty()));
+        for a in &mut self.attributes {
+            a.name = a.name.trim().to_string();
+            a.value = a.value.trim().to_string();
+        }
+        self.uncertain_fields.retain(|f| !f.trim().is_empty());
+        self
+    }
+}
+
+/// Checks a GTIN-8/12/13/14 (EAN, UPC): digits only, a valid length and the GS1 check digit.
+pub fn check_gtin(gtin: &str) -> Result<(), String> {
+    if gtin.is_empty() || !gtin.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("a GTIN has digits only".into());
+    }
+    if ![8, 12, 13, 14].contains(&gtin.len()) {
+        return Err(format!("a GTIN has 8, 12, 13 or 14 digits, not {}", gtin.len()));
+    }
+    let digits: Vec<u32> = gtin.bytes().map(|b| u32::from(b - b'0')).collect();
+    let (body, check) = digits.split_at(digits.len() - 1);
+    // GS1: from the right, weights 3, 1, 3, ... over the body.
+    let sum: u32 = body.iter().rev().enumerate().map(|(i, d)| if i % 2 == 0 { d * 3 } else { *d }).sum();
+    let expected = (10 - sum % 10) % 10;
+    if expected == check[0] {
+        Ok(())
+    } else {
+        Err(format!("the check digit should be {expected}, not {}", check[0]))
+    }
+}
+
+/// Checks an ISO 4217 currency code.
+pub fn check_currency(code: &str) -> Result<(), String> {
+    if code.len() != 3 || !code.bytes().all(|b| b.is_ascii_uppercase()) {
+        return Err(format!("\"{code}\" is not a three-letter ISO 4217 code such as EUR"));
+    }
+    match iso_currency::Currency::from_code(code) {
+        Some(_) => Ok(()),
+        None => Err(format!("\"{code}\" is not an ISO 4217 currency")),
+    }
+}
+
+/// The JSON Schema sent to Gemini as `generationConfig.responseJsonSchema`.
+///
+/// Generated from [`Product`] with every subschema inlined (no `$ref`/`$defs`) and without the
+/// `$schema` key, so the same schema also fits APIs that accept only a JSON Schema subset.
+pub fn response_json_schema() -> serde_json::Value {
+    let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| {
+        s.inline_subschemas = true;
+        s.meta_schema = None;
+    });
+    let schema = settings.into_generator().into_root_schema_for::<Product>();
+    let mut value = schema.to_value();
+    if let Some(obj) = value.as_object_mut() {
+        obj.remove("title");
+        // Only the name is required from the model; `#[serde(default)]` makes schemars list none.
+        obj.insert("required".into(), serde_json::json!(["name"]));
+    }
+    value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gtin_check_digits() {
+        for ok in ["4006381333931", "036000291452", "96385074", "10614141000415", "5901234123457"] {
+            assert_eq!(check_gtin(ok), Ok(()), "{ok}");
+        }
+        assert_eq!(check_gtin("4006381333932"), Err("the check digit should be 1, not 2".into()));
+        assert!(check_gtin("40063813339").unwrap_err().contains("not 11"));
+        assert!(check_gtin("40063a1333931").unwrap_err().contains("digits only"));
+        assert!(check_gtin("").is_err());
+    }
+
+    #[test]
+    fn currencies() {
+        assert!(check_currency("EUR").is_ok());
+        assert!(check_currency("USD").is_ok());
+        assert!(check_currency("XYZ").unwrap_err().contains("not an ISO 4217"));
+        assert!(check_currency("eur").is_err());
+        assert!(check_currency("EURO").is_err());
+    }
+
+    #[test]
+    fn invalid_values_are_flagged_not_dropped() {
+        let p = Product {
+            name: "Muesli".into(),
+            gtin: Some("4006381333932".into()),
+            price: Some(Price { amount: -1.0, currency: "EURO".into() }),
+            uncertain_fields: vec!["brand".into(), "gtin".into(), "bogus".into()],
+            ..Default::default()
+        };
+        let flags = p.validate();
+        let fields: Vec<_> = flags.iter().map(|f| (f.field.as_str(), f.kind)).collect();
+        assert_eq!(
+            fields,
+            vec![
+                ("price.amount", FlagKind::Invalid),
+                ("price.currency", FlagKind::Invalid),
+                ("gtin", FlagKind::Invalid),
+                ("brand", FlagKind::Uncertain),
+            ]
+        );
+        assert_eq!(p.gtin.as_deref(), Some("4006381333932"));
+        assert!(!p.is_valid());
+    }
+
+    #[test]
+    fn empty_name_is_invalid() {
+        let p = Product { name: "  ".into(), ..Default::default() };
+        assert!(!p.is_valid());
+        assert!(Product { name: "x".into(), ..Default::default() }.is_valid());
+    }
+
+    #[test]
+    fn normalization() {
+        let p = Product {
+            name: "  Oat Drink ".into(),
+            brand: Some("   ".into()),
+            gtin: Some(" 4006-3813 33931 ".into()),
+            price: Some(Price { amount: 2.0, currency: " eur".into() }),
+            attributes: vec![Attribute { name: " ".into(), value: "".into() }],
+            ..Default::default()
+        }
+        .normalized();
+        assert_eq!(p.name, "Oat Drink");
+        assert_eq!(p.brand, None);
+        assert_eq!(p.gtin.as_deref(), Some("4006381333931"));
+        assert_eq!(p.price.unwrap().currency, "EUR");
+        assert!(p.attributes.is_empty());
+    }
+
+    #[test]
+    fn schema_is_inline_and_requires_name() {
+        let schema = response_json_schema();
+        let text = schema.to_string();
+        assert!(!text.contains("$ref"), "{text}");
+        assert!(!text.contains("$schema"), "{text}");
+        assert_eq!(schema["required"], serde_json::json!(["name"]));
+        assert_eq!(schema["type"], "object");
+        for field in FIELD_NAMES {
+            assert!(schema["properties"].get(field).is_some(), "{field} missing from {text}");
+        }
+        assert!(schema["properties"]["price"].to_string().contains("currency"));
+    }
+
+    #[test]
+    fn tolerant_deserialization() {
+        let p: Product = serde_json::from_str(r#"{"name":"X","unknown":1}"#).unwrap();
+        assert_eq!(p.name, "X");
+        assert!(p.attributes.is_empty());
+    }
+}

@@ -1,0 +1,246 @@
+//! The command line: the same binary, headless. A subcommand never opens a window, so it needs no
+//! display. Without a subcommand the window opens.
+//!
+//! Exit codes: 0 when everything succeeded, 1 when any file failed, 2 on a usage or config error.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use pe_core::catalog::ProductSummary;
+use pe_core::pipeline::Extraction;
+use pe_core::ErrorReport;
+use serde_json::json;
+
+use crate::state::{process_env, AppState, Paths};
+
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_FAILED: i32 = 1;
+pub const EXIT_USAGE: i32 = 2;
+
+#[derive(Debug, Parser)]
+#[command(name = "product-extractor", version, about = "Extract product data from photos with Gemini into a local catalog.")]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct Global {
+    /// Where the catalog, config and logs live [env: PRODUCT_EXTRACTOR_DATA_DIR] [default: the platform data dir]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// The config file (TOML) [default: <data-dir>/config.toml]
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Passed by WebKit's WebDriver when it starts the window for automation; ignored.
+    #[arg(long, hide = true)]
+    pub automation: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Extract the product in each photo; one line per file.
+    Extract(ExtractArgs),
+    /// The saved catalog.
+    #[command(subcommand)]
+    Products(ProductsCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ExtractArgs {
+    /// One JSON object per line instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Save every valid extraction to the catalog without review.
+    #[arg(long)]
+    pub save: bool,
+    /// Photo files (folders are searched for photos).
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProductsCommand {
+    /// List the saved products, newest first.
+    List {
+        /// A JSON array instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+impl Global {
+    pub fn paths(&self) -> Paths {
+        let data_dir = pe_core::config::data_dir(self.data_dir.as_deref(), |k| std::env::var(k).ok());
+        Paths::new(&data_dir, self.config.as_deref())
+    }
+}
+
+/// Runs a subcommand and returns the exit code.
+pub fn run(global: &Global, command: Command) -> i32 {
+    let paths = global.paths();
+    let _log = crate::logging::init(&paths.log_dir, false);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => return usage_error(&format!("cannot start the async runtime: {e}")),
+    };
+    let state = match AppState::open(paths, process_env()) {
+        Ok(state) => state,
+        Err(e) => return usage_error(&e.message),
+    };
+    runtime.block_on(async move {
+        match command {
+            Command::Extract(args) => extract(&state, args).await,
+            Command::Products(ProductsCommand::List { json }) => list_products(&state, json).await,
+        }
+    })
+}
+
+fn usage_error(message: &str) -> i32 {
+    eprintln!("error: {message}");
+    EXIT_USAGE
+}
+
+async fn extract(state: &AppState, args: ExtractArgs) -> i32 {
+    if state.effective_config().gemini.api_key.is_none() {
+        return usage_error(
+            "no Gemini API key: set GEMINI_API_KEY, or add api_key under [gemini] in the config file \
+             (the window's Settings do that for you)",
+        );
+    }
+    let pipeline = state.pipeline();
+    let files = match tokio::task::spawn_blocking(move || pe_core::pipeline::collect_photo_files(&args.files)).await {
+        Ok(files) => files,
+        Err(e) => return usage_error(&format!("cannot list the files: {e}")),
+    };
+    let mut failed = 0usize;
+    let mut stdout = std::io::stdout().lock();
+    for file in &files {
+        let outcome = match pipeline.extract(file, |_| {}).await {
+            Ok(extraction) if args.save => match pipeline
+                .save(extraction.photo_id, Some(extraction.attempt_id), extraction.product.clone())
+                .await
+            {
+                Ok(record) => Ok((extraction, Some(record.id))),
+                Err(e) => Err(ErrorReport::from(e)),
+            },
+            Ok(extraction) => Ok((extraction, None)),
+            Err(e) => Err(ErrorReport::from(e)),
+        };
+        if outcome.is_err() {
+            failed += 1;
+        }
+        let line = if args.json { json_line(file, &outcome) } else { text_line(file, &outcome) };
+        if writeln!(stdout, "{line}").and_then(|()| stdout.flush()).is_err() {
+            return EXIT_FAILED;
+        }
+    }
+    if failed == 0 {
+        EXIT_OK
+    } else {
+        EXIT_FAILED
+    }
+}
+
+type Outcome = Result<(Extraction, Option<i64>), ErrorReport>;
+
+fn json_line(file: &std::path::Path, outcome: &Outcome) -> String {
+    let file = file.display().to_string();
+    let value = match outcome {
+        Ok((e, saved)) => {
+            let mut v = json!({
+                "file": file,
+                "ok": true,
+                "product": e.product,
+                "flags": e.flags,
+                "usage": e.usage,
+                "model": e.model,
+                "latency_ms": e.latency_ms,
+                "photo_id": e.photo_id,
+                "attempt_id": e.attempt_id,
+            });
+            if let Some(id) = saved {
+                v["saved_product_id"] = json!(id);
+            }
+            v
+        }
+        Err(error) => json!({
+            "file": file,
+            "ok": false,
+            "error": {"kind": error.code, "message": error.message},
+        }),
+    };
+    value.to_string()
+}
+
+fn text_line(file: &std::path::Path, outcome: &Outcome) -> String {
+    let file = file.display();
+    match outcome {
+        Ok((e, saved)) => {
+            let p = &e.product;
+            let brand = p.brand.as_deref().map(|b| format!(" ({b})")).unwrap_or_default();
+            let flags = if e.flags.is_empty() { String::new() } else { format!(", {} flagged", e.flags.len()) };
+            let saved = saved.map(|id| format!(", saved as #{id}")).unwrap_or_default();
+            format!(
+                "ok    {file}: {}{brand} — {} ms, {} in / {} out tokens{flags}{saved}",
+                p.name, e.latency_ms, e.usage.prompt_tokens, e.usage.output_tokens
+            )
+        }
+        Err(error) => format!("error {file}: [{}] {}", error.code, error.message),
+    }
+}
+
+/// The CLI's view of a saved product: the summary without its thumbnail.
+fn summary_json(p: &ProductSummary) -> serde_json::Value {
+    json!({
+        "id": p.id,
+        "name": p.name,
+        "brand": p.brand,
+        "category": p.category,
+        "price": p.price,
+        "gtin": p.gtin,
+        "updated_at": p.updated_at,
+    })
+}
+
+async fn list_products(state: &AppState, json: bool) -> i32 {
+    const PAGE: u32 = 500;
+    let mut all = Vec::new();
+    loop {
+        match state.catalog().list_products(u32::try_from(all.len()).unwrap_or(u32::MAX), PAGE).await {
+            Ok(page) => {
+                let done = page.len() < PAGE as usize;
+                all.extend(page);
+                if done {
+                    break;
+                }
+            }
+            Err(e) => {
+                eprintln!("error: {}", ErrorReport::from(e));
+                return EXIT_FAILED;
+            }
+        }
+    }
+    if json {
+        let rows: Vec<_> = all.iter().map(summary_json).collect();
+        println!("{}", serde_json::Value::Array(rows));
+    } else if all.is_empty() {
+        println!("The catalog is empty.");
+    } else {
+        for p in &all {
+            let price = p.price.as_ref().map(|pr| format!("{:.2} {}", pr.amount, pr.currency)).unwrap_or_default();
+            println!(
+                "#{:<6} {:<40} {:<20} {:<14} {}",
+                p.id,
+                p.name,
+                p.brand.as_deref().unwrap_or("-"),
+                p.gtin.as_deref().unwrap_or("-"),
+                price
+            );
+        }
+    }
+    EXIT_OK
+}

@@ -1,0 +1,79 @@
+//! Status, Settings, "Test connection" and demo mode.
+
+use std::time::{Duration, Instant};
+
+use pe_core::config::{ApiKey, Config};
+use pe_core::{ErrorCode, ErrorReport};
+use tauri::State;
+
+use crate::dto::{ApiKeyChange, AppStatus, ConnectionCheck, GeminiSettings, Settings, SettingsInput};
+use crate::state::AppState;
+
+#[tauri::command]
+pub async fn app_status(state: State<'_, AppState>) -> Result<AppStatus, ErrorReport> {
+    Ok(state.status())
+}
+
+#[tauri::command]
+pub async fn get_settings(state: State<'_, AppState>) -> Result<Settings, ErrorReport> {
+    Ok(settings_of(&state))
+}
+
+#[tauri::command]
+pub async fn save_settings(state: State<'_, AppState>, input: SettingsInput) -> Result<Settings, ErrorReport> {
+    let config = apply_input(state.file_config(), input)?;
+    state.apply_file_config(config).await?;
+    Ok(settings_of(&state))
+}
+
+#[tauri::command]
+pub async fn test_connection(state: State<'_, AppState>) -> Result<ConnectionCheck, ErrorReport> {
+    let pipeline = state.pipeline();
+    let started = Instant::now();
+    let models = pipeline.gemini().list_models().await?;
+    let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    Ok(ConnectionCheck { models, latency_ms })
+}
+
+#[tauri::command]
+pub async fn set_demo_mode(state: State<'_, AppState>, enabled: bool) -> Result<AppStatus, ErrorReport> {
+    state.set_demo(enabled).await
+}
+
+fn settings_of(state: &AppState) -> Settings {
+    let file = state.file_config();
+    Settings {
+        gemini: GeminiSettings::of(&file),
+        image: file.image.clone(),
+        api_key: state.key_status(),
+        config_path: state.paths().config_file.display().to_string(),
+    }
+}
+
+/// The form's values applied to the file config. A bad duration names its key.
+pub fn apply_input(mut config: Config, input: SettingsInput) -> Result<Config, ErrorReport> {
+    let g = input.gemini;
+    config.gemini.base_url = g.base_url.trim().to_string();
+    config.gemini.model = g.model.trim().to_string();
+    config.gemini.timeout = duration("gemini.timeout", &g.timeout)?;
+    config.gemini.connect_timeout = duration("gemini.connect_timeout", &g.connect_timeout)?;
+    config.gemini.read_timeout = duration("gemini.read_timeout", &g.read_timeout)?;
+    config.image = input.image;
+    match input.api_key {
+        ApiKeyChange::Keep => {}
+        ApiKeyChange::Clear => config.gemini.api_key = None,
+        ApiKeyChange::Set { key } => {
+            config.gemini.api_key = Some(ApiKey::new(key).ok_or_else(|| {
+                ErrorReport::new(ErrorCode::Config, "The API key is empty — paste the key from Google AI Studio.")
+            })?);
+        }
+    }
+    config.validate()?;
+    Ok(config)
+}
+
+fn duration(key: &str, text: &str) -> Result<Duration, ErrorReport> {
+    humantime::parse_duration(text.trim()).map_err(|e| {
+        ErrorReport::new(ErrorCode::Config, format!("invalid setting {key}: \"{text}\" is not a duration like 30s ({e})"))
+    })
+}

@@ -1,0 +1,76 @@
+//! The product-extractor app: a thin shell around `pe_core`.
+//!
+//! - [`cli`] parses the command line; a subcommand runs headless and never touches GTK.
+//! - [`state`] holds the paths, the catalog and the live pipeline.
+//! - [`commands`] are the Tauri commands, one file per domain, registered in [`setup`].
+//! - [`jobs`] runs one extraction per dropped photo and streams its stages to the window.
+//! - [`dto`] are the IPC shapes that are not core types; their TypeScript twins are generated.
+//! - [`logging`] writes the rotating log file.
+
+pub mod cli;
+pub mod commands;
+pub mod dto;
+pub mod jobs;
+pub mod logging;
+pub mod state;
+
+use clap::Parser;
+use tauri::Runtime;
+
+use crate::state::{process_env, AppState};
+
+/// Registers the plugin, the state and every command. Generic over the runtime so the commands
+/// can be driven through Tauri's mock runtime in tests.
+pub fn setup<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tauri::Builder<R> {
+    builder.plugin(tauri_plugin_dialog::init()).manage(state).invoke_handler(tauri::generate_handler![
+        commands::settings::app_status,
+        commands::settings::get_settings,
+        commands::settings::save_settings,
+        commands::settings::test_connection,
+        commands::settings::set_demo_mode,
+        commands::extract::extract_photos,
+        commands::extract::reextract,
+        commands::extract::validate_product,
+        commands::extract::save_product,
+        commands::extract::preview_photo,
+        commands::catalog::list_products,
+        commands::catalog::get_product,
+    ])
+}
+
+/// The process entry: a subcommand runs headless; otherwise the window opens. Returns the exit
+/// code.
+pub fn main_entry() -> i32 {
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { cli::EXIT_USAGE } else { cli::EXIT_OK };
+        }
+    };
+    match cli.command {
+        Some(command) => cli::run(&cli.global, command),
+        None => run_window(&cli.global),
+    }
+}
+
+fn run_window(global: &cli::Global) -> i32 {
+    let paths = global.paths();
+    let _log = logging::init(&paths.log_dir, true);
+    tracing::info!(data_dir = %paths.data_dir.display(), "starting the window");
+    let state = match AppState::open(paths, process_env()) {
+        Ok(state) => state,
+        Err(e) => {
+            eprintln!("error: {}", e.message);
+            return cli::EXIT_USAGE;
+        }
+    };
+    match setup(tauri::Builder::default(), state).run(tauri::generate_context!("tauri.conf.json")) {
+        Ok(()) => cli::EXIT_OK,
+        Err(e) => {
+            tracing::error!("the window failed: {e}");
+            eprintln!("error: the window failed: {e}");
+            cli::EXIT_FAILED
+        }
+    }
+}

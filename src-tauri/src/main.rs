@@ -1,0 +1,6 @@
+// No console window on Windows in release builds.
+#![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
+
+fn main() {
+    std::process::exit(product_extractor_lib::main_entry());
+}

@@ -1,0 +1,184 @@
+//! The real window under Xvfb, driven through tauri-driver + WebKitWebDriver.
+//!
+//! Ignored by default (it needs a display, `tauri-driver` and `WebKitWebDriver`); `make test`
+//! runs it under `xvfb-run` with `--ignored`. The app starts with an empty data dir and no key,
+//! so this is exactly a newcomer's first minutes: demo mode, a dropped photo, review, save, list.
+//! Screenshots land in `target/e2e/`.
+
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::json;
+
+const DRIVER_PORT: u16 = 4444;
+
+/// tauri-driver, stopped with SIGTERM so it also stops WebKitWebDriver.
+struct Driver(Child);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg("-TERM").arg(self.0.id().to_string()).status();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_driver(data_dir: &Path) -> Driver {
+    let child = Command::new("tauri-driver")
+        .args(["--port", &DRIVER_PORT.to_string()])
+        .args(["--native-driver", "/usr/bin/WebKitWebDriver"])
+        .env("PRODUCT_EXTRACTOR_DATA_DIR", data_dir)
+        .env_remove("GEMINI_API_KEY")
+        .env_remove("GEMINI_BASE_URL")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("tauri-driver must be installed (cargo install tauri-driver --locked)");
+    let driver = Driver(child);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", DRIVER_PORT)).is_err() {
+        assert!(Instant::now() < deadline, "tauri-driver did not listen on {DRIVER_PORT}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    driver
+}
+
+async fn connect() -> Client {
+    let app = env!("CARGO_BIN_EXE_product-extractor");
+    let mut caps = serde_json::Map::new();
+    caps.insert("browserName".into(), json!("wry"));
+    caps.insert("tauri:options".into(), json!({ "application": app }));
+    ClientBuilder::native()
+        .capabilities(caps)
+        .connect(&format!("http://127.0.0.1:{DRIVER_PORT}"))
+        .await
+        .expect("a WebDriver session with the app")
+}
+
+/// Polls until `css` matches an element, up to `timeout`.
+async fn wait_for(c: &Client, css: &str, timeout: Duration) -> fantoccini::elements::Element {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Ok(el) = c.find(Locator::Css(css)).await {
+            return el;
+        }
+        if Instant::now() > deadline {
+            let shot = screenshot(c, "timeout").await;
+            let body = c.source().await.unwrap_or_default();
+            panic!("no element matched {css} within {timeout:?}; screenshot {shot:?}; page:\n{body}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits until the text of `css` contains `needle`.
+async fn wait_text(c: &Client, css: &str, needle: &str, timeout: Duration) -> String {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Ok(el) = c.find(Locator::Css(css)).await {
+            if let Ok(text) = el.text().await {
+                if text.contains(needle) {
+                    return text;
+                }
+            }
+        }
+        assert!(Instant::now() < deadline, "{css} never contained {needle:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Writes a screenshot under target/e2e after two animation frames (WebKit otherwise returns the
+/// previous frame).
+async fn screenshot(c: &Client, name: &str) -> PathBuf {
+    let _ = c
+        .execute_async(
+            "const done = arguments[0]; requestAnimationFrame(() => requestAnimationFrame(() => done(1)));",
+            vec![],
+        )
+        .await;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/e2e");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.png"));
+    if let Ok(png) = c.screenshot().await {
+        std::fs::write(&path, png).unwrap();
+    }
+    path
+}
+
+/// Emits the event a real OS drop produces; the page's drag-drop listener handles it exactly as
+/// it handles a real drop.
+async fn drop_files(c: &Client, paths: &[&Path]) {
+    let paths: Vec<String> = paths.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    let result = c
+        .execute_async(
+            r#"const [paths, done] = arguments;
+               window.__TAURI_INTERNALS__.invoke('plugin:event|emit', { event: 'tauri://drag-drop',
+                   payload: { paths, position: { x: 200, y: 200 } } })
+                 .then(() => done('ok'), (e) => done('err: ' + JSON.stringify(e)));"#,
+            vec![json!(paths)],
+        )
+        .await
+        .unwrap();
+    assert_eq!(result, json!("ok"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a display, tauri-driver and WebKitWebDriver: make test-e2e"]
+async fn newcomer_demo_drop_review_save_list() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let _driver = start_driver(data_dir.path());
+    let c = connect().await;
+    let long = Duration::from_secs(30);
+
+    // No key: the banner offers the demo.
+    wait_for(&c, "#demo-button", long).await.click().await.unwrap();
+    screenshot(&c, "1-demo-on").await;
+
+    // A dropped photo and a broken one: the broken one fails alone.
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/product.jpg");
+    let broken = data_dir.path().join("broken.jpg");
+    std::fs::write(&broken, b"this is not a photo").unwrap();
+    drop_files(&c, &[&fixture, &broken]).await;
+    let ready = wait_for(&c, r#"[data-testid="job-card"][data-status="ready"][data-file="product.jpg"]"#, long).await;
+    wait_for(&c, r#"[data-testid="job-card"][data-status="failed"][data-file="broken.jpg"]"#, long).await;
+    screenshot(&c, "2-cards").await;
+
+    // Review: the form holds Gemini's proposal; edit the name and save.
+    ready.click().await.unwrap();
+    wait_for(&c, "#review", long).await;
+    let name = wait_for(&c, "#field-name", long).await;
+    let proposed = name.prop("value").await.unwrap().unwrap_or_default();
+    assert!(!proposed.trim().is_empty(), "the proposal has a name");
+    name.clear().await.unwrap();
+    name.send_keys("E2E Reviewed Granola").await.unwrap();
+    // A valid GTIN, whatever the demo proposed (one demo answer carries a wrong check digit,
+    // which rightly blocks Save).
+    let gtin = wait_for(&c, "#field-gtin", long).await;
+    gtin.clear().await.unwrap();
+    gtin.send_keys("4006381333931").await.unwrap();
+    wait_for(&c, "#raw-toggle", long).await.click().await.unwrap();
+    wait_text(&c, "#raw-json", "candidates", long).await;
+    screenshot(&c, "3-review").await;
+    wait_for(&c, "#save-product:not([disabled])", long).await.click().await.unwrap();
+    wait_for(&c, r#"[data-testid="job-card"][data-status="saved"]"#, long).await;
+
+    // The product list shows what was saved.
+    wait_for(&c, "#nav-products", long).await.click().await.unwrap();
+    wait_text(&c, r#"[data-testid="product-row"]"#, "E2E Reviewed Granola", long).await;
+    screenshot(&c, "4-products").await;
+    c.close().await.unwrap();
+
+    // And the catalog on disk agrees, read through the headless CLI.
+    let out = Command::new(env!("CARGO_BIN_EXE_product-extractor"))
+        .args(["products", "list", "--json"])
+        .env("PRODUCT_EXTRACTOR_DATA_DIR", data_dir.path())
+        .env_remove("DISPLAY")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
+    assert_eq!(rows[0]["name"], "E2E Reviewed Granola");
+}

@@ -1,0 +1,193 @@
+//! The Tauri commands through Tauri's mock runtime: the same `setup` the app uses, the real
+//! capability-free IPC path, a real catalog file and the project's fake Gemini on 127.0.0.1.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pe_core::fake_gemini::{FakeGemini, FakeOptions};
+use product_extractor_lib::state::{AppState, Env, Paths};
+use serde_json::{json, Value};
+use tauri::ipc::{CallbackFn, InvokeBody};
+use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets, MockRuntime, INVOKE_KEY};
+use tauri::webview::InvokeRequest;
+use tauri::{App, Manager, WebviewWindow};
+
+fn request(cmd: &str, body: Value) -> InvokeRequest {
+    InvokeRequest {
+        cmd: cmd.into(),
+        callback: CallbackFn(0),
+        error: CallbackFn(1),
+        url: "tauri://localhost".parse().unwrap(),
+        body: InvokeBody::Json(body),
+        headers: Default::default(),
+        invoke_key: INVOKE_KEY.to_string(),
+    }
+}
+
+fn invoke(webview: &WebviewWindow<MockRuntime>, cmd: &str, body: Value) -> Result<Value, Value> {
+    get_ipc_response(webview, request(cmd, body)).map(|b| b.deserialize::<Value>().unwrap())
+}
+
+fn env_of(pairs: &[(&str, &str)]) -> Env {
+    let pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    Arc::new(move |key| pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()))
+}
+
+fn app(data_dir: &Path, env: Env) -> (App<MockRuntime>, WebviewWindow<MockRuntime>) {
+    let state = AppState::open(Paths::new(data_dir, None), env).unwrap();
+    let app = product_extractor_lib::setup(mock_builder(), state).build(mock_context(noop_assets())).unwrap();
+    let webview = tauri::WebviewWindowBuilder::new(&app, "main", Default::default()).build().unwrap();
+    (app, webview)
+}
+
+fn fixture() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/product.jpg")
+}
+
+#[test]
+fn status_without_a_key_still_works_and_never_shows_a_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_app, webview) = app(dir.path(), env_of(&[]));
+    let status = invoke(&webview, "app_status", json!({})).unwrap();
+    assert_eq!(status["api_key"], json!({"configured": false, "hint": null, "source": "none"}));
+    assert_eq!(status["demo"], json!(false));
+    assert_eq!(status["model"], json!("gemini-flash-latest"));
+
+    let (_app, webview) = app(dir.path(), env_of(&[("GEMINI_API_KEY", "AIzaSyVERYSECRETKEYabcd")]));
+    let status = invoke(&webview, "app_status", json!({})).unwrap();
+    assert_eq!(status["api_key"], json!({"configured": true, "hint": "••••abcd", "source": "environment"}));
+    let settings = invoke(&webview, "get_settings", json!({})).unwrap();
+    assert!(!settings.to_string().contains("VERYSECRET"), "{settings}");
+}
+
+#[test]
+fn settings_round_trip_and_errors_name_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_app, webview) = app(dir.path(), env_of(&[]));
+    let mut settings = invoke(&webview, "get_settings", json!({})).unwrap();
+    settings["gemini"]["model"] = json!("gemini-2.5-flash");
+    settings["gemini"]["read_timeout"] = json!("20s");
+    let input = json!({"gemini": settings["gemini"], "image": settings["image"], "api_key": {"action": "set", "key": "my-secret-key-7890"}});
+    let saved = invoke(&webview, "save_settings", json!({ "input": input })).unwrap();
+    assert_eq!(saved["gemini"]["model"], "gemini-2.5-flash");
+    assert_eq!(saved["gemini"]["read_timeout"], "20s");
+    assert_eq!(saved["api_key"]["hint"], "••••7890");
+    assert_eq!(saved["api_key"]["source"], "config_file");
+    let on_disk = std::fs::read_to_string(dir.path().join("config.toml")).unwrap();
+    assert!(on_disk.contains("gemini-2.5-flash") && on_disk.contains("read_timeout = \"20s\""), "{on_disk}");
+
+    let mut bad = input.clone();
+    bad["gemini"]["timeout"] = json!("soon");
+    bad["api_key"] = json!({"action": "keep"});
+    let err = invoke(&webview, "save_settings", json!({ "input": bad })).unwrap_err();
+    assert_eq!(err["code"], "config");
+    assert!(err["message"].as_str().unwrap().contains("gemini.timeout"), "{err}");
+
+    let mut bad = input;
+    bad["image"]["jpeg_quality"] = json!(0);
+    bad["api_key"] = json!({"action": "clear"});
+    let err = invoke(&webview, "save_settings", json!({ "input": bad })).unwrap_err();
+    assert!(err["message"].as_str().unwrap().contains("image.jpeg_quality"), "{err}");
+    // The failed save changed nothing.
+    let status = invoke(&webview, "app_status", json!({})).unwrap();
+    assert_eq!(status["api_key"]["configured"], true);
+}
+
+#[test]
+fn validate_product_flags_without_dropping() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_app, webview) = app(dir.path(), env_of(&[]));
+    let flags = invoke(
+        &webview,
+        "validate_product",
+        json!({"product": {"name": "Oats", "gtin": "4006381333932", "price": {"amount": 2.5, "currency": "EUR"}}}),
+    )
+    .unwrap();
+    assert_eq!(flags, json!([{"field": "gtin", "kind": "invalid", "message": "the check digit should be 1, not 2"}]));
+}
+
+/// Waits for the catalog to hold an attempt for some photo, and returns (photo_id, attempt_id).
+fn wait_for_attempt(app: &App<MockRuntime>) -> (i64, i64) {
+    let state = app.state::<AppState>();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let attempts = tauri::async_runtime::block_on(state.catalog().attempts(1)).unwrap_or_default();
+        if let Some(a) = attempts.first() {
+            return (a.photo_id, a.id);
+        }
+        assert!(Instant::now() < deadline, "no extraction attempt was recorded");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn demo_mode_extract_review_save_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let (app, webview) = app(dir.path(), env_of(&[]));
+    let status = invoke(&webview, "set_demo_mode", json!({"enabled": true})).unwrap();
+    assert_eq!(status["demo"], true);
+    assert_eq!(status["api_key"]["source"], "demo");
+    assert!(status["base_url"].as_str().unwrap().starts_with("http://127.0.0.1:"), "{status}");
+
+    let tickets = invoke(
+        &webview,
+        "extract_photos",
+        json!({"paths": [fixture()], "onEvent": "__CHANNEL__:7"}),
+    )
+    .unwrap();
+    assert_eq!(tickets.as_array().unwrap().len(), 1, "{tickets}");
+    assert_eq!(tickets[0]["file_name"], "product.jpg");
+
+    // Nothing is in the catalog until Save.
+    let (photo_id, attempt_id) = wait_for_attempt(&app);
+    assert_eq!(invoke(&webview, "list_products", json!({"offset": 0, "limit": 50})).unwrap(), json!([]));
+
+    let invalid = invoke(
+        &webview,
+        "save_product",
+        json!({"input": {"photo_id": photo_id, "attempt_id": attempt_id, "product": {"name": "X", "gtin": "123"}}}),
+    )
+    .unwrap_err();
+    assert_eq!(invalid["code"], "validation");
+    assert!(invalid["message"].as_str().unwrap().contains("gtin"), "{invalid}");
+
+    let saved = invoke(
+        &webview,
+        "save_product",
+        json!({"input": {"photo_id": photo_id, "attempt_id": attempt_id, "product": {"name": "Reviewed Name", "brand": "Acme"}}}),
+    )
+    .unwrap();
+    assert_eq!(saved["saved"]["name"], "Reviewed Name");
+    assert_ne!(saved["proposed"], Value::Null, "the proposal is kept beside what was saved");
+
+    let list = invoke(&webview, "list_products", json!({"offset": 0, "limit": 50})).unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    assert_eq!(list[0]["name"], "Reviewed Name");
+    let one = invoke(&webview, "get_product", json!({"id": saved["id"]})).unwrap();
+    assert_eq!(one["saved"]["brand"], "Acme");
+    let missing = invoke(&webview, "get_product", json!({"id": 999_999})).unwrap_err();
+    assert_eq!(missing["code"], "not_found");
+
+    let preview = invoke(&webview, "preview_photo", json!({"file": fixture()})).unwrap();
+    assert!(preview.as_str().unwrap().starts_with("data:image/jpeg;base64,"));
+
+    let status = invoke(&webview, "set_demo_mode", json!({"enabled": false})).unwrap();
+    assert_eq!(status["demo"], false);
+    assert_eq!(status["api_key"]["configured"], false);
+}
+
+#[test]
+fn test_connection_against_the_fake() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = tauri::async_runtime::block_on(FakeGemini::start(FakeOptions::default())).unwrap();
+    let base_url = fake.base_url();
+    let (_app, webview) = app(dir.path(), env_of(&[("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &base_url)]));
+    let check = invoke(&webview, "test_connection", json!({})).unwrap();
+    assert!(check["models"].as_array().unwrap().iter().any(|m| m.as_str().unwrap().contains("gemini")), "{check}");
+
+    let (_app, webview) = app(dir.path(), env_of(&[("GEMINI_API_KEY", "wrong-key"), ("GEMINI_BASE_URL", &base_url)]));
+    let err = invoke(&webview, "test_connection", json!({})).unwrap_err();
+    assert_eq!(err["code"], "gemini_auth");
+    assert!(!err.to_string().contains("wrong-key"), "{err}");
+}

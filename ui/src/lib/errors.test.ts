@@ -1,0 +1,30 @@
+import { describe, expect, it } from "vitest";
+import { adviceFor, isErrorReport, toErrorReport } from "./errors";
+
+describe("errors", () => {
+  it("keeps ErrorReports as they are", () => {
+    const e = { code: "gemini_auth", message: "API key not valid" } as const;
+    expect(isErrorReport(e)).toBe(true);
+    expect(toErrorReport(e)).toBe(e);
+  });
+
+  it("wraps anything else with a readable message", () => {
+    expect(toErrorReport("command foo not found").message).toBe("command foo not found");
+    expect(toErrorReport(new Error("boom")).message).toBe("boom");
+    expect(toErrorReport({ code: "weird", message: "odd" }).message).toBe("odd");
+    expect(toErrorReport({ a: 1 }).message).toBe('{"a":1}');
+    expect(toErrorReport(undefined).message).not.toContain("[object");
+    expect(toErrorReport(null).code).toBe("io");
+  });
+
+  it("maps codes to actions", () => {
+    expect(adviceFor("gemini_auth").action).toBe("open_settings");
+    for (const code of ["gemini_quota", "gemini_unavailable", "timeout", "network"] as const) {
+      expect(adviceFor(code).action).toBe("retry");
+    }
+    for (const code of ["invalid_image", "unsupported_format", "image_too_large"] as const) {
+      expect(adviceFor(code).action).toBe("none");
+      expect(adviceFor(code).hint.length).toBeGreaterThan(10);
+    }
+  });
+});

@@ -1,0 +1,158 @@
+// Errors cross from Rust as ErrorReport objects ({ code, message, detail? }). The UI switches on the
+// code, never on English text. Anything else that rejects (a Tauri internal string, a JS Error) is
+// wrapped so every failure can be shown the same way — never as "[object Object]".
+import type { ErrorCode } from "../bindings/ErrorCode";
+import type { ErrorReport } from "../bindings/ErrorReport";
+
+const CODES: ReadonlySet<string> = new Set<ErrorCode>([
+  "invalid_image",
+  "unsupported_format",
+  "image_too_large",
+  "gemini_auth",
+  "gemini_bad_request",
+  "gemini_not_found",
+  "gemini_quota",
+  "gemini_unavailable",
+  "gemini_api_error",
+  "timeout",
+  "network",
+  "blocked",
+  "unparsable_output",
+  "config",
+  "catalog",
+  "validation",
+  "not_found",
+  "io",
+]);
+
+export function isErrorReport(value: unknown): value is ErrorReport {
+  if (typeof value !== "object" || value === null) return false;
+  const v = value as Record<string, unknown>;
+  return typeof v.code === "string" && CODES.has(v.code) && typeof v.message === "string";
+}
+
+/** Turns any rejection value into an ErrorReport. Unknown shapes become code "io" with a readable message. */
+export function toErrorReport(value: unknown): ErrorReport {
+  if (isErrorReport(value)) return value;
+  let message: string;
+  if (typeof value === "string") message = value;
+  else if (value instanceof Error) message = value.message;
+  else if (typeof value === "object" && value !== null && typeof (value as { message?: unknown }).message === "string")
+    message = (value as { message: string }).message;
+  else {
+    try {
+      message = JSON.stringify(value) ?? String(value);
+    } catch {
+      message = String(value);
+    }
+  }
+  return { code: "io", message: message.trim() || "Something went wrong.", detail: "unexpected error from the app" };
+}
+
+/** What a failed job card offers next to the message. */
+export type ErrorAction = "open_settings" | "retry" | "none";
+
+export interface ErrorAdvice {
+  /** A short title for the failure. */
+  title: string;
+  /** One sentence a catalog clerk can act on. */
+  hint: string;
+  action: ErrorAction;
+}
+
+const ADVICE: Record<ErrorCode, ErrorAdvice> = {
+  invalid_image: {
+    title: "Not a readable image",
+    hint: "The file is empty, truncated or not a photo. Export it again from the camera or editor.",
+    action: "none",
+  },
+  unsupported_format: {
+    title: "Unsupported format",
+    hint: "This image format can't be prepared. Convert it to JPEG or PNG and add it again.",
+    action: "none",
+  },
+  image_too_large: {
+    title: "Image too large",
+    hint: "The photo is over the size limits set in Settings → Image. Resize it or raise the limits.",
+    action: "none",
+  },
+  gemini_auth: {
+    title: "API key refused",
+    hint: "Gemini did not accept the API key. Check or replace it in Settings.",
+    action: "open_settings",
+  },
+  gemini_bad_request: {
+    title: "Request refused",
+    hint: "Gemini refused the request for this photo. Retrying may help; otherwise try another photo.",
+    action: "retry",
+  },
+  gemini_not_found: {
+    title: "Model not found",
+    hint: "The model named in Settings does not exist. Pick another model in Settings.",
+    action: "open_settings",
+  },
+  gemini_quota: {
+    title: "Quota reached",
+    hint: "The Gemini quota or rate limit was reached. Wait a moment, then retry.",
+    action: "retry",
+  },
+  gemini_unavailable: {
+    title: "Gemini unavailable",
+    hint: "Gemini is overloaded or down right now. Retry in a moment.",
+    action: "retry",
+  },
+  gemini_api_error: {
+    title: "Gemini error",
+    hint: "Gemini answered with an error. Retry; if it keeps failing, check the log.",
+    action: "retry",
+  },
+  timeout: {
+    title: "Timed out",
+    hint: "Gemini took too long to answer. Retry, or raise the timeouts in Settings.",
+    action: "retry",
+  },
+  network: {
+    title: "No connection",
+    hint: "Gemini could not be reached. Check the internet connection, then retry.",
+    action: "retry",
+  },
+  blocked: {
+    title: "Blocked by Gemini",
+    hint: "Gemini's safety filters blocked this photo. Enter the product by hand or use another photo.",
+    action: "none",
+  },
+  unparsable_output: {
+    title: "Unreadable answer",
+    hint: "Gemini answered, but not with product data. Retrying usually helps.",
+    action: "retry",
+  },
+  config: {
+    title: "Configuration problem",
+    hint: "A setting is invalid. Fix it in Settings.",
+    action: "open_settings",
+  },
+  catalog: {
+    title: "Catalog error",
+    hint: "The local catalog could not be read or written. Check free disk space and the log.",
+    action: "none",
+  },
+  validation: {
+    title: "Invalid field",
+    hint: "A field is invalid. Fix the highlighted fields.",
+    action: "none",
+  },
+  not_found: {
+    title: "Not found",
+    hint: "The file or record no longer exists.",
+    action: "none",
+  },
+  io: {
+    title: "Unexpected error",
+    hint: "Something went wrong reading or writing a file. Check the log for details.",
+    action: "none",
+  },
+};
+
+export function adviceFor(code: ErrorCode): ErrorAdvice {
+  return ADVICE[code] ?? ADVICE.io;
+}

@@ -1,0 +1,51 @@
+import { describe, expect, it } from "vitest";
+import type { FieldFlag } from "../bindings/FieldFlag";
+import { countFlags, flagKind, flagsFor, hasInvalid, mergeFlags, messagesFor, unplacedFlags } from "./flags";
+
+const flags: FieldFlag[] = [
+  { field: "price", kind: "uncertain", message: "Gemini was not sure of this value" },
+  { field: "price.currency", kind: "invalid", message: "unknown currency XYZ" },
+  { field: "gtin", kind: "invalid", message: "check digit should be 7, not 3" },
+  { field: "attributes[1].name", kind: "invalid", message: "an attribute needs a name" },
+  { field: "brand", kind: "uncertain", message: "Gemini was not sure of this value" },
+];
+
+describe("flag lookup", () => {
+  it("applies a parent flag to its children, invalid first", () => {
+    expect(flagKind(flags, "price.amount")).toBe("uncertain");
+    expect(flagKind(flags, "price.currency")).toBe("invalid");
+    expect(flagsFor(flags, "price.currency").map((f) => f.kind)).toEqual(["invalid", "uncertain"]);
+    expect(flagKind(flags, "name")).toBeNull();
+    expect(flagKind(flags, "attributes[1].name")).toBe("invalid");
+    expect(flagKind(flags, "attributes[1].value")).toBeNull();
+  });
+
+  it("does not confuse fields sharing a prefix", () => {
+    expect(flagKind([{ field: "gtin", kind: "invalid", message: "" }], "gtin_extra")).toBeNull();
+  });
+
+  it("collects messages for a group", () => {
+    expect(messagesFor(flags, ["price"])).toEqual([
+      { kind: "invalid", text: "unknown currency XYZ" },
+      { kind: "uncertain", text: "Gemini was not sure" },
+    ]);
+  });
+
+  it("counts", () => {
+    expect(countFlags(flags)).toEqual({ invalid: 3, uncertain: 2 });
+    expect(hasInvalid(flags)).toBe(true);
+    expect(hasInvalid(flags.filter((f) => f.kind === "uncertain"))).toBe(false);
+  });
+
+  it("finds flags that have no field in the form", () => {
+    const extra: FieldFlag = { field: "weight", kind: "invalid", message: "?" };
+    expect(unplacedFlags([...flags, extra], ["name", "brand", "price", "gtin"])).toEqual([extra]);
+  });
+
+  it("lets local flags replace server flags on the same field", () => {
+    const local: FieldFlag[] = [{ field: "gtin", kind: "invalid", message: "local" }];
+    const merged = mergeFlags(flags, local);
+    expect(merged.filter((f) => f.field === "gtin")).toEqual(local);
+    expect(merged).toHaveLength(flags.length);
+  });
+});

@@ -1,0 +1,69 @@
+// Looks up the flags that concern one form field. A flag on a parent ("price", uncertain) concerns
+// its children ("price.amount", "price.currency"); invalid wins over uncertain.
+import type { FieldFlag } from "../bindings/FieldFlag";
+import type { FlagKind } from "../bindings/FlagKind";
+
+export const UNCERTAIN_TEXT = "Gemini was not sure";
+
+/** True when `flagField` is `field` or one of its ancestors ("price" for "price.amount"). */
+export function concerns(flagField: string, field: string): boolean {
+  if (flagField === field) return true;
+  return field.startsWith(flagField + ".") || field.startsWith(flagField + "[");
+}
+
+/** Flags that concern `field`, invalid ones first. */
+export function flagsFor(flags: readonly FieldFlag[], field: string): FieldFlag[] {
+  const found = flags.filter((f) => concerns(f.field, field));
+  return found.sort((a, b) => rank(a.kind) - rank(b.kind));
+}
+
+function rank(kind: FlagKind): number {
+  return kind === "invalid" ? 0 : 1;
+}
+
+/** The strongest flag kind for a field, or null. */
+export function flagKind(flags: readonly FieldFlag[], field: string): FlagKind | null {
+  return flagsFor(flags, field)[0]?.kind ?? null;
+}
+
+/** Messages to show under a group of fields (e.g. the price row), without duplicates. */
+export function messagesFor(flags: readonly FieldFlag[], fields: readonly string[]): { kind: FlagKind; text: string }[] {
+  const out: { kind: FlagKind; text: string }[] = [];
+  const seen = new Set<string>();
+  const relevant = flags.filter((f) => fields.some((field) => concerns(f.field, field) || f.field.startsWith(field + ".")));
+  for (const flag of relevant.sort((a, b) => rank(a.kind) - rank(b.kind))) {
+    const text = flag.kind === "uncertain" ? UNCERTAIN_TEXT : flag.message;
+    const key = flag.kind + "\u0000" + text;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push({ kind: flag.kind, text });
+  }
+  return out;
+}
+
+export function countFlags(flags: readonly FieldFlag[]): { invalid: number; uncertain: number } {
+  let invalid = 0;
+  let uncertain = 0;
+  for (const f of flags) {
+    if (f.kind === "invalid") invalid += 1;
+    else uncertain += 1;
+  }
+  return { invalid, uncertain };
+}
+
+export function hasInvalid(flags: readonly FieldFlag[]): boolean {
+  return flags.some((f) => f.kind === "invalid");
+}
+
+/** Flags whose field is not one of `known` (shown in a list above the form so nothing is hidden). */
+export function unplacedFlags(flags: readonly FieldFlag[], known: readonly string[]): FieldFlag[] {
+  return flags.filter(
+    (f) => !known.some((k) => concerns(f.field, k) || concerns(k, f.field)) && !/^attributes\[\d+\]/.test(f.field),
+  );
+}
+
+/** Merges the backend's flags with the form's local ones; a local flag replaces a backend flag on the same field. */
+export function mergeFlags(server: readonly FieldFlag[], local: readonly FieldFlag[]): FieldFlag[] {
+  const localFields = new Set(local.map((f) => f.field));
+  return [...local, ...server.filter((f) => !localFields.has(f.field))];
+}

@@ -1,0 +1,88 @@
+import { describe, expect, it } from "vitest";
+import type { Product } from "../bindings/Product";
+import { emptyForm, formToProduct, mapAttributeFlags, parseDecimal, productToForm } from "./form";
+
+const full: Product = {
+  name: "Oat Drink Barista",
+  brand: "Oatly",
+  category: "Plant milk",
+  description: "Oat drink for coffee.",
+  price: { amount: 2.49, currency: "EUR" },
+  gtin: "7394376616709",
+  color: null,
+  size: null,
+  material: null,
+  net_content: { value: 1, unit: "l" },
+  attributes: [{ name: "Vegan", value: "yes" }],
+  uncertain_fields: ["price"],
+};
+
+describe("form model", () => {
+  it("round-trips a product", () => {
+    const { product, localFlags } = formToProduct(productToForm(full));
+    expect(product).toEqual(full);
+    expect(localFlags).toEqual([]);
+  });
+
+  it("turns blanks into null and trims", () => {
+    const form = { ...emptyForm(), name: "  Tea ", brand: "  ", priceCurrency: "", gtin: " 4006-381 333931 " };
+    const { product } = formToProduct(form);
+    expect(product.name).toBe("Tea");
+    expect(product.brand).toBeNull();
+    expect(product.price).toBeNull();
+    expect(product.gtin).toBe("4006381333931");
+  });
+
+  it("upper-cases the currency and accepts a decimal comma", () => {
+    const form = { ...emptyForm(), name: "x", priceAmount: "3,49", priceCurrency: "eur" };
+    expect(formToProduct(form).product.price).toEqual({ amount: 3.49, currency: "EUR" });
+  });
+
+  it("flags a number that does not parse instead of dropping it", () => {
+    const form = { ...emptyForm(), name: "x", priceAmount: "3.4x", priceCurrency: "EUR", netUnit: "g" };
+    const { localFlags, product } = formToProduct(form);
+    expect(localFlags.map((f) => f.field)).toEqual(["price.amount", "net_content.value"]);
+    expect(localFlags.every((f) => f.kind === "invalid")).toBe(true);
+    expect(product.price?.currency).toBe("EUR");
+  });
+
+  it("skips blank attribute rows and maps flags back to rows", () => {
+    const form = {
+      ...emptyForm(),
+      attributes: [
+        { name: "", value: "" },
+        { name: "", value: "Vanilla" },
+        { name: "Size", value: "L" },
+      ],
+    };
+    const { product, attributeRows } = formToProduct(form);
+    expect(product.attributes).toEqual([
+      { name: "", value: "Vanilla" },
+      { name: "Size", value: "L" },
+    ]);
+    expect(attributeRows).toEqual([1, 2]);
+    const mapped = mapAttributeFlags([{ field: "attributes[0].name", kind: "invalid", message: "m" }], attributeRows);
+    expect(mapped[0].field).toBe("attributes[1].name");
+  });
+});
+
+describe("parseDecimal", () => {
+  it.each([
+    ["3.49", 3.49],
+    ["3,49", 3.49],
+    ["1 299,50", 1299.5],
+    ["1.299,50", 1299.5],
+    ["1,299.50", 1299.5],
+    ["1,299,000", 1299000],
+    [".5", 0.5],
+    ["", null],
+    ["  ", null],
+  ])("%s -> %s", (text, expected) => {
+    expect(parseDecimal(text)).toBe(expected);
+  });
+
+  it("returns NaN for text", () => {
+    expect(parseDecimal("abc")).toBeNaN();
+    expect(parseDecimal("3.4.5")).toBeNaN();
+  });
+});
