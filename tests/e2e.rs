@@ -66,25 +66,30 @@ async fn wait_for(c: &Client, css: &str, timeout: Duration) -> fantoccini::eleme
         }
         if Instant::now() > deadline {
             let shot = screenshot(c, "timeout").await;
-            let body = c.source().await.unwrap_or_default();
+            let body = page_source(c).await;
             panic!("no element matched {css} within {timeout:?}; screenshot {shot:?}; page:\n{body}");
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
-/// Waits until the text of `css` contains `needle`.
+/// Waits until the text of an element matching `css` contains `needle`. Reads `innerText`:
+/// WebKitWebDriver's own element text drops the text of grid cells inside a button.
 async fn wait_text(c: &Client, css: &str, needle: &str, timeout: Duration) -> String {
     let deadline = Instant::now() + timeout;
+    let script = "return Array.from(document.querySelectorAll(arguments[0]), (e) => e.innerText);";
     loop {
-        if let Ok(el) = c.find(Locator::Css(css)).await {
-            if let Ok(text) = el.text().await {
-                if text.contains(needle) {
-                    return text;
-                }
+        let texts = c.execute(script, vec![json!(css)]).await.unwrap_or_default();
+        for text in texts.as_array().into_iter().flatten().filter_map(|t| t.as_str()) {
+            if text.contains(needle) {
+                return text.to_string();
             }
         }
-        assert!(Instant::now() < deadline, "{css} never contained {needle:?}");
+        if Instant::now() > deadline {
+            let shot = screenshot(c, "timeout").await;
+            let body = page_source(c).await;
+            panic!("no {css} contained {needle:?} within {timeout:?}; screenshot {shot:?}; page:\n{body}");
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -92,19 +97,26 @@ async fn wait_text(c: &Client, css: &str, needle: &str, timeout: Duration) -> St
 /// Writes a screenshot under target/e2e after two animation frames (WebKit otherwise returns the
 /// previous frame).
 async fn screenshot(c: &Client, name: &str) -> PathBuf {
-    let _ = c
-        .execute_async(
-            "const done = arguments[0]; requestAnimationFrame(() => requestAnimationFrame(() => done(1)));",
-            vec![],
-        )
-        .await;
+    let frames = c.execute_async(
+        "const done = arguments[0]; requestAnimationFrame(() => requestAnimationFrame(() => done(1)));",
+        vec![],
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(5), frames).await;
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/e2e");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(format!("{name}.png"));
-    if let Ok(png) = c.screenshot().await {
+    if let Ok(Ok(png)) = tokio::time::timeout(Duration::from_secs(10), c.screenshot()).await {
         std::fs::write(&path, png).unwrap();
     }
     path
+}
+
+/// The page's HTML, for failure messages.
+async fn page_source(c: &Client) -> String {
+    match tokio::time::timeout(Duration::from_secs(5), c.source()).await {
+        Ok(Ok(html)) => html,
+        _ => "(the page did not answer)".into(),
+    }
 }
 
 /// Emits the event a real OS drop produces; the page's drag-drop listener handles it exactly as
@@ -163,11 +175,12 @@ async fn newcomer_demo_drop_review_save_list() {
     screenshot(&c, "3-review").await;
     wait_for(&c, "#save-product:not([disabled])", long).await.click().await.unwrap();
     wait_for(&c, r#"[data-testid="job-card"][data-status="saved"]"#, long).await;
+    screenshot(&c, "4-saved").await;
 
     // The product list shows what was saved.
     wait_for(&c, "#nav-products", long).await.click().await.unwrap();
     wait_text(&c, r#"[data-testid="product-row"]"#, "E2E Reviewed Granola", long).await;
-    screenshot(&c, "4-products").await;
+    screenshot(&c, "5-products").await;
     c.close().await.unwrap();
 
     // And the catalog on disk agrees, read through the headless CLI.
@@ -182,3 +195,4 @@ async fn newcomer_demo_drop_review_save_list() {
     assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
     assert_eq!(rows[0]["name"], "E2E Reviewed Granola");
 }
+

@@ -18,6 +18,8 @@ const KEEP_FILES: usize = 14;
 /// guard alive until exit, or buffered lines are lost. Returns `None` when the log directory
 /// cannot be created (the app still runs, without a log file).
 pub fn init(log_dir: &Path, also_stderr: bool) -> Option<WorkerGuard> {
+    // The appender prunes old files at start and complains when the directory is missing.
+    let _ = std::fs::create_dir_all(log_dir);
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let appender = RollingFileAppender::builder()
         .rotation(Rotation::DAILY)

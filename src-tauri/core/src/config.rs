@@ -64,7 +64,7 @@ impl Default for GeminiConfig {
             api_key: None,
             timeout: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(10),
-            read_timeout: Duration::from_secs(45),
+            read_timeout: Duration::from_secs(60),
         }
     }
 }

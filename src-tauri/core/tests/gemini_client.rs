@@ -13,9 +13,8 @@ const KEY: &str = "test-key";
 const MODEL: &str = "gemini-2.5-flash";
 
 /// A JPEG header (SOI, SOF0 800×600) and some bytes: enough for the fake's token count.
-const IMAGE: &[u8] = &[
-    0xFF, 0xD8, 0xFF, 0xC0, 0, 11, 8, 2, 88, 3, 32, 3, 0, 0, 0, 0xFF, 0xD9, 1, 2, 3, 4, 5, 6, 7, 8, 9,
-];
+const IMAGE: &[u8] =
+    &[0xFF, 0xD8, 0xFF, 0xC0, 0, 11, 8, 2, 88, 3, 32, 3, 0, 0, 0, 0xFF, 0xD9, 1, 2, 3, 4, 5, 6, 7, 8, 9];
 
 async fn fake() -> FakeGemini {
     FakeGemini::start(FakeOptions::default()).await.expect("fake starts")
@@ -141,17 +140,42 @@ fn error_cases() -> Vec<ErrorCase> {
         message: message.into(),
     };
     vec![
-        case(Behavior::Quota { retry_delay: Duration::from_secs(26) }, ErrorCode::GeminiQuota, Some(429), "Gemini's quota is used up; try again in 26 s."),
-        case(Behavior::Unavailable, ErrorCode::GeminiUnavailable, Some(503), "Gemini is overloaded (503); try again in a minute."),
+        case(
+            Behavior::Quota { retry_delay: Duration::from_secs(26) },
+            ErrorCode::GeminiQuota,
+            Some(429),
+            "Gemini's quota is used up; try again in 26 s.",
+        ),
+        case(
+            Behavior::Unavailable,
+            ErrorCode::GeminiUnavailable,
+            Some(503),
+            "Gemini is overloaded (503); try again in a minute.",
+        ),
         case(Behavior::Internal, ErrorCode::GeminiUnavailable, Some(500), "(500); try again in a minute"),
         case(Behavior::DeadlineExceeded, ErrorCode::GeminiUnavailable, Some(504), "(504); try again in a minute"),
         case(http(502, "UNAVAILABLE", "Bad gateway"), ErrorCode::GeminiUnavailable, Some(502), "(502)"),
         case(Behavior::InvalidImage, ErrorCode::GeminiBadRequest, Some(400), "Provided image is not valid"),
-        case(http(401, "UNAUTHENTICATED", "Request had invalid authentication credentials."), ErrorCode::GeminiAuth, Some(401), "API key"),
-        case(http(403, "PERMISSION_DENIED", "Your API key was reported as leaked. Please use another API key."), ErrorCode::GeminiAuth, Some(403), "leaked"),
+        case(
+            http(401, "UNAUTHENTICATED", "Request had invalid authentication credentials."),
+            ErrorCode::GeminiAuth,
+            Some(401),
+            "API key",
+        ),
+        case(
+            http(403, "PERMISSION_DENIED", "Your API key was reported as leaked. Please use another API key."),
+            ErrorCode::GeminiAuth,
+            Some(403),
+            "leaked",
+        ),
         case(http(409, "ABORTED", "Conflict"), ErrorCode::GeminiApiError, Some(409), "HTTP 409"),
         case(http(418, "UNKNOWN", "teapot"), ErrorCode::GeminiApiError, Some(418), "HTTP 418"),
-        case(Behavior::NoCandidatesBlocked("PROHIBITED_CONTENT".into()), ErrorCode::Blocked, Some(200), "PROHIBITED_CONTENT"),
+        case(
+            Behavior::NoCandidatesBlocked("PROHIBITED_CONTENT".into()),
+            ErrorCode::Blocked,
+            Some(200),
+            "PROHIBITED_CONTENT",
+        ),
         case(Behavior::FinishSafety, ErrorCode::Blocked, Some(200), "SAFETY"),
         case(Behavior::Garbage, ErrorCode::UnparsableOutput, Some(200), "no JSON object"),
         case(Behavior::NoParts, ErrorCode::UnparsableOutput, Some(200), "no text"),
@@ -479,20 +503,31 @@ async fn the_key_never_appears_in_any_error() {
     fake.push(Behavior::Hang);
     errors.push(extract_err(&GeminiClient::new(&overall).unwrap()).await);
     let mut bad_key = cfg.clone();
-    bad_key.api_key = ApiKey::new(format!("{SECRET}\n"));
     bad_key.api_key = ApiKey::new(format!("{SECRET}\u{7}"));
     if let Err(e) = GeminiClient::new(&bad_key) {
         errors.push(e);
     }
 
     let codes: std::collections::BTreeSet<&str> = errors.iter().map(|e| e.code().as_str()).collect();
-    for code in ["gemini_auth", "gemini_bad_request", "gemini_not_found", "gemini_quota", "gemini_unavailable",
-                 "gemini_api_error", "timeout", "network", "blocked", "unparsable_output", "config"] {
+    for code in [
+        "gemini_auth",
+        "gemini_bad_request",
+        "gemini_not_found",
+        "gemini_quota",
+        "gemini_unavailable",
+        "gemini_api_error",
+        "timeout",
+        "network",
+        "blocked",
+        "unparsable_output",
+        "config",
+    ] {
         assert!(codes.contains(code), "{code} not exercised: {codes:?}");
     }
     for e in &errors {
         let report = ErrorReport::from_error(e);
-        let all = format!("{e} | {e:?} | {report:?} | {:?} | {}", e.raw_response(), serde_json::to_string(&report).unwrap());
+        let all =
+            format!("{e} | {e:?} | {report:?} | {:?} | {}", e.raw_response(), serde_json::to_string(&report).unwrap());
         assert!(!all.contains(SECRET), "key leaked: {all}");
         assert!(!all.contains("DISTINCTIVE"), "key leaked: {all}");
     }

@@ -2,6 +2,10 @@
 import type { ExtractionView } from "./ExtractionView";
 import type { JobFailure } from "./JobFailure";
 import type { JobStage } from "./JobStage";
+import type { JobTicket } from "./JobTicket";
 import type { PreparedView } from "./PreparedView";
 
-export type JobEvent = { "event": "preparing", "data": JobStage } | { "event": "prepared", "data": PreparedView } | { "event": "extracting", "data": JobStage } | { "event": "ready", "data": ExtractionView } | { "event": "failed", "data": JobFailure };
+/**
+ * Progress of one photo, streamed on the `tauri::ipc::Channel` given to `extract_photos`.
+ */
+export type JobEvent = { "event": "queued", "data": JobTicket } | { "event": "preparing", "data": JobStage } | { "event": "prepared", "data": PreparedView } | { "event": "extracting", "data": JobStage } | { "event": "ready", "data": ExtractionView } | { "event": "failed", "data": JobFailure };

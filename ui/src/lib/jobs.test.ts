@@ -23,10 +23,13 @@ const run = (actions: JobAction[], start: JobCard[] = []) => actions.reduce(redu
 
 describe("job reducer", () => {
   it("walks a job through its stages", () => {
-    let cards = run([{ type: "tickets", tickets: [ticket(1)] }]);
-    expect(cards[0]).toMatchObject({ jobId: 1, fileName: "IMG_1.jpg", status: "preparing" });
-    expect(stageText(cards[0])).toBe("Preparing…");
+    let cards = run([ev({ event: "queued", data: ticket(1) })]);
+    expect(cards[0]).toMatchObject({ jobId: 1, fileName: "IMG_1.jpg", status: "queued" });
+    expect(stageText(cards[0])).toBe("Waiting…");
+    cards = run([{ type: "tickets", tickets: [ticket(1)] }], cards);
+    expect(cards).toHaveLength(1);
     cards = run([ev({ event: "preparing", data: { job_id: 1 } })], cards);
+    expect(stageText(cards[0])).toBe("Preparing…");
     cards = run(
       [
         ev({
@@ -63,7 +66,7 @@ describe("job reducer", () => {
     ]);
     expect(cards.map((c) => [c.jobId, c.fileName, c.status])).toEqual([
       [5, "IMG_5.jpg", "preparing"],
-      [4, "IMG_4.jpg", "preparing"],
+      [4, "IMG_4.jpg", "queued"],
     ]);
   });
 

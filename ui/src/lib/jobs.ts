@@ -11,7 +11,7 @@ import type { Product } from "../bindings/Product";
 import { baseName } from "./format";
 
 /** The values of the cards' data-status attribute. */
-export type JobStatus = "preparing" | "extracting" | "ready" | "failed" | "saved";
+export type JobStatus = "queued" | "preparing" | "extracting" | "ready" | "failed" | "saved";
 
 export interface JobCard {
   jobId: number;
@@ -43,7 +43,7 @@ function newCard(jobId: number, file: string, fileName?: string): JobCard {
     jobId,
     file,
     fileName: fileName ?? (file ? baseName(file) : `Photo ${jobId}`),
-    status: "preparing",
+    status: "queued",
     prepared: null,
     extraction: null,
     error: null,
@@ -64,6 +64,19 @@ function update(cards: readonly JobCard[], jobId: number, file: string, change: 
 
 function applyEvent(cards: readonly JobCard[], event: JobEvent): JobCard[] {
   switch (event.event) {
+    case "queued": {
+      const t = event.data;
+      return update(cards, t.job_id, t.file, (c) => ({
+        ...c,
+        file: t.file,
+        fileName: t.file_name,
+        status: "queued",
+        error: null,
+        extraction: null,
+        draft: null,
+        draftFlags: null,
+      }));
+    }
     case "preparing":
       return update(cards, event.data.job_id, "", (c) => ({ ...c, status: "preparing", error: null }));
     case "prepared":
@@ -155,7 +168,7 @@ export interface JobTotals {
 export function totals(cards: readonly JobCard[]): JobTotals {
   const t: JobTotals = { total: cards.length, working: 0, ready: 0, failed: 0, saved: 0 };
   for (const c of cards) {
-    if (c.status === "preparing" || c.status === "extracting") t.working += 1;
+    if (c.status === "queued" || c.status === "preparing" || c.status === "extracting") t.working += 1;
     else t[c.status] += 1;
   }
   return t;
@@ -164,6 +177,8 @@ export function totals(cards: readonly JobCard[]): JobTotals {
 /** The stage text shown on a card. */
 export function stageText(card: JobCard): string {
   switch (card.status) {
+    case "queued":
+      return "Waiting…";
     case "preparing":
       return card.prepared ? "Prepared" : "Preparing…";
     case "extracting":

@@ -595,12 +595,8 @@ fn prompt_tokens(checked: &Checked) -> u32 {
 
 /// A full answer whose candidate has these parts and finish reason, with usage metadata.
 fn text_answer(state: &Shared, model: &str, checked: &Checked, parts: Vec<Value>, finish: &str) -> Value {
-    let answer_chars: usize = parts
-        .iter()
-        .filter(|p| p.get("thought").is_none())
-        .filter_map(|p| p["text"].as_str())
-        .map(str::len)
-        .sum();
+    let answer_chars: usize =
+        parts.iter().filter(|p| p.get("thought").is_none()).filter_map(|p| p["text"].as_str()).map(str::len).sum();
     let seed = checked.images.first().map(|i| products::fnv1a(i)).unwrap_or(7);
     let prompt = prompt_tokens(checked);
     let candidates = (answer_chars / 4).max(usize::from(answer_chars > 0)) as u32;

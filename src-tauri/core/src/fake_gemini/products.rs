@@ -325,9 +325,8 @@ mod tests {
 
     #[test]
     fn choice_is_stable_and_varied() {
-        let names: std::collections::BTreeSet<String> = (0u32..64)
-            .map(|i| product_for_image(&i.to_le_bytes())["name"].as_str().unwrap().to_string())
-            .collect();
+        let names: std::collections::BTreeSet<String> =
+            (0u32..64).map(|i| product_for_image(&i.to_le_bytes())["name"].as_str().unwrap().to_string()).collect();
         assert!(names.len() >= 4, "{names:?}");
         assert_eq!(product_for_image(b"abc"), product_for_image(b"abc"));
     }

@@ -10,15 +10,8 @@ use serde_json::{json, Value};
 pub const MAX_REQUEST_BYTES: usize = 20 * 1024 * 1024;
 
 /// MIME types accepted in `inlineData` (images per the spec, plus the documents Gemini reads).
-pub const SUPPORTED_MIME_TYPES: &[&str] = &[
-    "image/png",
-    "image/jpeg",
-    "image/webp",
-    "image/heic",
-    "image/heif",
-    "application/pdf",
-    "text/plain",
-];
+pub const SUPPORTED_MIME_TYPES: &[&str] =
+    &["image/png", "image/jpeg", "image/webp", "image/heic", "image/heif", "application/pdf", "text/plain"];
 
 /// An error answer in the API's envelope.
 #[derive(Debug, Clone, PartialEq)]
@@ -196,7 +189,9 @@ fn fields(kind: Kind) -> &'static [(&'static str, Kind, bool)] {
             ("imageConfig", Any, false),
             ("mediaResolution", Str, false),
         ],
-        ThinkingConfig => &[("includeThoughts", Bool, false), ("thinkingBudget", Int, false), ("thinkingLevel", Str, false)],
+        ThinkingConfig => {
+            &[("includeThoughts", Bool, false), ("thinkingBudget", Int, false), ("thinkingLevel", Str, false)]
+        }
         Any | Str | Float | Int | Bool => &[],
     }
 }
@@ -296,7 +291,10 @@ fn check_message(value: &Value, kind: Kind, path: &str) -> Result<(), ApiError> 
         if value.is_null() {
             return Ok(());
         }
-        return Err(ApiError::field(path, format!("Invalid value at '{path}' ({}), {}", type_name(kind), short_json(value))));
+        return Err(ApiError::field(
+            path,
+            format!("Invalid value at '{path}' ({}), {}", type_name(kind), short_json(value)),
+        ));
     };
     let known = fields(kind);
     for (name, child) in object {
@@ -343,9 +341,8 @@ pub fn check_generate_request(body: &[u8]) -> Result<(Value, Checked), ApiError>
             "Request payload size exceeds the limit: {MAX_REQUEST_BYTES} bytes."
         )));
     }
-    let value: Value = serde_json::from_slice(body).map_err(|e| {
-        ApiError::invalid_argument(format!("Invalid JSON payload received. {e}"))
-    })?;
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::invalid_argument(format!("Invalid JSON payload received. {e}")))?;
     if !value.is_object() {
         return Err(ApiError::invalid_argument(format!(
             "Invalid JSON payload received. Expected an object, got {}.",
@@ -387,7 +384,8 @@ pub fn check_generate_request(body: &[u8]) -> Result<(Value, Checked), ApiError>
                 .iter()
                 .filter(|f| get(part, f).is_some_and(|v| !v.is_null()))
                 .count();
-            let data_fields = usize::from(text.is_some()) + usize::from(blob.is_some()) + usize::from(file.is_some()) + others;
+            let data_fields =
+                usize::from(text.is_some()) + usize::from(blob.is_some()) + usize::from(file.is_some()) + others;
             if data_fields == 0 {
                 return Err(ApiError::invalid_argument(format!(
                     "* GenerateContentRequest.{part_path}.data: required oneof field 'data' must have one initialized field\n"
@@ -419,7 +417,9 @@ pub fn check_generate_request(body: &[u8]) -> Result<(Value, Checked), ApiError>
                         let excerpt: String = data.chars().take(20).collect();
                         ApiError::field(
                             &field,
-                            format!("Invalid value at '{field}' (TYPE_BYTES), Base64 decoding failed for \"{excerpt}\""),
+                            format!(
+                                "Invalid value at '{field}' (TYPE_BYTES), Base64 decoding failed for \"{excerpt}\""
+                            ),
                         )
                     })?;
                 if bytes.is_empty() {
@@ -442,9 +442,7 @@ pub fn check_generate_request(body: &[u8]) -> Result<(Value, Checked), ApiError>
         let json_schema = get(config, "responseJsonSchema").filter(|v| !v.is_null());
         let openapi_schema = get(config, "responseSchema").filter(|v| !v.is_null());
         if json_schema.is_some() && openapi_schema.is_some() {
-            return Err(ApiError::invalid_argument(
-                "response_schema and response_json_schema cannot both be set.",
-            ));
+            return Err(ApiError::invalid_argument("response_schema and response_json_schema cannot both be set."));
         }
         let schema = json_schema.or(openapi_schema);
         if schema.is_some() && mime != "application/json" {
@@ -453,9 +451,9 @@ pub fn check_generate_request(body: &[u8]) -> Result<(Value, Checked), ApiError>
             )));
         }
         if !["text/plain", "application/json", "text/x.enum"].contains(&mime) {
-            return Err(ApiError::invalid_argument(format!(
+            return Err(ApiError::invalid_argument(
                 "* GenerateContentRequest.generation_config.response_mime_type: allowed mimetypes are `text/plain`, `application/json`, `application/xml`, `application/yaml` and `text/x.enum`.\n"
-            )));
+            ));
         }
         if let Some(schema) = schema {
             checked.text_chars += schema.to_string().len();
@@ -502,13 +500,27 @@ mod tests {
     fn rejects_unknown_fields_anywhere() {
         let cases: Vec<(Value, &str)> = vec![
             (json!({"foo": 1}), r#"Unknown name "foo": Cannot find field."#),
-            (json!({"generationConfig": {"response_format": "json"}}), r#"Unknown name "response_format" at 'generation_config'"#),
-            (json!({"generationConfig": {"thinkingConfig": {"budget": 1}}}), r#"Unknown name "budget" at 'generation_config.thinking_config'"#),
-            (json!({"contents": [{"parts": [{"inlineData": {"mimeType": "image/png", "data": "", "name": "x"}}]}]}),
-                r#"Unknown name "name" at 'contents[0].parts[0].inline_data'"#),
+            (
+                json!({"generationConfig": {"response_format": "json"}}),
+                r#"Unknown name "response_format" at 'generation_config'"#,
+            ),
+            (
+                json!({"generationConfig": {"thinkingConfig": {"budget": 1}}}),
+                r#"Unknown name "budget" at 'generation_config.thinking_config'"#,
+            ),
+            (
+                json!({"contents": [{"parts": [{"inlineData": {"mimeType": "image/png", "data": "", "name": "x"}}]}]}),
+                r#"Unknown name "name" at 'contents[0].parts[0].inline_data'"#,
+            ),
             (json!({"contents": [{"parts": [{"image": "x"}]}]}), r#"Unknown name "image" at 'contents[0].parts[0]'"#),
-            (json!({"systemInstruction": {"parts": [{"text": "x"}], "type": "system"}}), r#"Unknown name "type" at 'system_instruction'"#),
-            (json!({"generationConfig": {"temperature": "hot"}}), "Invalid value at 'generation_config.temperature' (TYPE_FLOAT)"),
+            (
+                json!({"systemInstruction": {"parts": [{"text": "x"}], "type": "system"}}),
+                r#"Unknown name "type" at 'system_instruction'"#,
+            ),
+            (
+                json!({"generationConfig": {"temperature": "hot"}}),
+                "Invalid value at 'generation_config.temperature' (TYPE_FLOAT)",
+            ),
             (json!({"generationConfig": 5}), "Invalid value at 'generation_config'"),
         ];
         for (patch, needle) in cases {
@@ -546,11 +558,17 @@ mod tests {
     fn semantic_checks() {
         let cases: Vec<(Value, &str)> = vec![
             (json!({"contents": []}), "contents is not specified"),
-            (json!({"contents": [{"parts": [{"inlineData": {"mimeType": "image/jpg"}}]}]}), "Unsupported MIME type: image/jpg"),
+            (
+                json!({"contents": [{"parts": [{"inlineData": {"mimeType": "image/jpg"}}]}]}),
+                "Unsupported MIME type: image/jpg",
+            ),
             (json!({"contents": [{"parts": [{"inlineData": {"data": "***"}}]}]}), "Base64 decoding failed"),
             (json!({"contents": [{"parts": [{"inlineData": {"data": ""}}]}]}), "Provided image is not valid"),
             (json!({"contents": [{"parts": [{"text": null, "inlineData": null}]}]}), "required oneof field 'data'"),
-            (json!({"generationConfig": {"responseMimeType": "text/plain"}}), "only supported with response_mime_type application/json"),
+            (
+                json!({"generationConfig": {"responseMimeType": "text/plain"}}),
+                "only supported with response_mime_type application/json",
+            ),
             (json!({"generationConfig": {"temperature": 3}}), "temperature must be between 0 and 2"),
         ];
         for (patch, needle) in cases {

@@ -171,7 +171,7 @@ pub(crate) fn human_delay(d: Duration) -> String {
     let secs = d.as_secs_f64().ceil() as u64;
     if secs < 120 {
         format!("{secs} s")
-    } else if secs % 60 == 0 {
+    } else if secs.is_multiple_of(60) {
         format!("{} min", secs / 60)
     } else {
         format!("{} min {} s", secs / 60, secs % 60)
@@ -228,10 +228,7 @@ impl GeminiError {
 
     /// Whether trying again later may succeed (quota, overload, timeouts, network).
     pub fn is_retryable(&self) -> bool {
-        matches!(
-            self,
-            Self::Quota { .. } | Self::Unavailable { .. } | Self::Timeout { .. } | Self::Network { .. }
-        )
+        matches!(self, Self::Quota { .. } | Self::Unavailable { .. } | Self::Timeout { .. } | Self::Network { .. })
     }
 }
 
@@ -274,10 +271,8 @@ pub(crate) fn from_status(status: u16, body: String, model: &str, retry_after_he
         400 => GeminiError::BadRequest { source, raw },
         404 => GeminiError::NotFound { model: model.to_string(), source, raw },
         429 => {
-            let retry_after = envelope
-                .retry_delay()
-                .or_else(|| message.as_deref().and_then(retry_in_message))
-                .or(retry_after_header);
+            let retry_after =
+                envelope.retry_delay().or_else(|| message.as_deref().and_then(retry_in_message)).or(retry_after_header);
             GeminiError::Quota { retry_after, source, raw }
         }
         500 | 502 | 503 | 504 => GeminiError::Unavailable { retry_after: retry_after_header, source, raw },
@@ -336,11 +331,23 @@ mod tests {
           "reason": "API_KEY_INVALID", "domain": "googleapis.com"}]}}"#;
         let cases: &[(u16, &str, ErrorCode)] = &[
             (400, key_invalid, ErrorCode::GeminiAuth),
-            (400, r#"{"error":{"code":400,"message":"Provided image is not valid.","status":"INVALID_ARGUMENT"}}"#, ErrorCode::GeminiBadRequest),
+            (
+                400,
+                r#"{"error":{"code":400,"message":"Provided image is not valid.","status":"INVALID_ARGUMENT"}}"#,
+                ErrorCode::GeminiBadRequest,
+            ),
             (401, "", ErrorCode::GeminiAuth),
-            (403, r#"{"error":{"code":403,"message":"Your API key was reported as leaked.","status":"PERMISSION_DENIED"}}"#, ErrorCode::GeminiAuth),
+            (
+                403,
+                r#"{"error":{"code":403,"message":"Your API key was reported as leaked.","status":"PERMISSION_DENIED"}}"#,
+                ErrorCode::GeminiAuth,
+            ),
             (404, "<html>not found</html>", ErrorCode::GeminiNotFound),
-            (429, r#"{"error":{"code":429,"message":"Please retry in 47.17s.","status":"RESOURCE_EXHAUSTED"}}"#, ErrorCode::GeminiQuota),
+            (
+                429,
+                r#"{"error":{"code":429,"message":"Please retry in 47.17s.","status":"RESOURCE_EXHAUSTED"}}"#,
+                ErrorCode::GeminiQuota,
+            ),
             (500, "", ErrorCode::GeminiUnavailable),
             (502, "bad gateway", ErrorCode::GeminiUnavailable),
             (503, "{}", ErrorCode::GeminiUnavailable),

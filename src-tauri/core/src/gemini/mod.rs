@@ -126,8 +126,9 @@ impl GeminiClient {
     /// Builds the client. No network traffic; a missing key is only reported when calling.
     pub fn new(cfg: &GeminiConfig) -> Result<Self, GeminiError> {
         let base_url = cfg.base_url.trim().trim_end_matches('/').to_string();
-        let parsed = reqwest::Url::parse(&base_url)
-            .map_err(|e| GeminiError::InvalidConfig { message: format!("the base URL \"{base_url}\" is not valid ({e})") })?;
+        let parsed = reqwest::Url::parse(&base_url).map_err(|e| GeminiError::InvalidConfig {
+            message: format!("the base URL \"{base_url}\" is not valid ({e})"),
+        })?;
         if !matches!(parsed.scheme(), "http" | "https") || parsed.query().is_some() {
             return Err(GeminiError::InvalidConfig {
                 message: format!("the base URL \"{base_url}\" must be http(s)://host[:port] without a query"),
@@ -139,7 +140,9 @@ impl GeminiClient {
                 message: format!("\"{model}\" is not a model id such as gemini-flash-latest"),
             });
         }
-        for (name, d) in [("timeout", cfg.timeout), ("connect_timeout", cfg.connect_timeout), ("read_timeout", cfg.read_timeout)] {
+        for (name, d) in
+            [("timeout", cfg.timeout), ("connect_timeout", cfg.connect_timeout), ("read_timeout", cfg.read_timeout)]
+        {
             if d.is_zero() {
                 return Err(GeminiError::InvalidConfig { message: format!("{name} must be longer than zero") });
             }
@@ -236,14 +239,13 @@ impl GeminiClient {
                 if !(200..300).contains(&answer.status) {
                     return Err(error::from_status(answer.status, answer.body, &self.inner.model, answer.retry_after));
                 }
-                let page: wire::ListModelsResponse = serde_json::from_str(&answer.body).map_err(|e| {
-                    GeminiError::UnparsableOutput {
+                let page: wire::ListModelsResponse =
+                    serde_json::from_str(&answer.body).map_err(|e| GeminiError::UnparsableOutput {
                         reason: "the model list was not valid JSON".into(),
                         truncated: false,
                         source: Detail(e.to_string()),
                         raw: answer.body.clone(),
-                    }
-                })?;
+                    })?;
                 models.extend(
                     page.models
                         .into_iter()
@@ -280,7 +282,8 @@ impl GeminiClient {
             message: "the API key contains characters that cannot be sent; paste it again".into(),
         })?;
         key_value.set_sensitive(true);
-        let response = request.header(API_KEY_HEADER, key_value).send().await.map_err(|e| self.transport_error(e, key))?;
+        let response =
+            request.header(API_KEY_HEADER, key_value).send().await.map_err(|e| self.transport_error(e, key))?;
         let status = response.status().as_u16();
         let retry_after = response
             .headers()

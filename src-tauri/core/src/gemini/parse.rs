@@ -26,11 +26,8 @@ pub(crate) struct Parsed {
 impl From<&UsageMetadata> for Usage {
     fn from(u: &UsageMetadata) -> Self {
         let output = u.candidates_token_count.saturating_add(u.thoughts_token_count);
-        let total = if u.total_token_count > 0 {
-            u.total_token_count
-        } else {
-            u.prompt_token_count.saturating_add(output)
-        };
+        let total =
+            if u.total_token_count > 0 { u.total_token_count } else { u.prompt_token_count.saturating_add(output) };
         Usage {
             prompt_tokens: u.prompt_token_count,
             output_tokens: output,
@@ -52,7 +49,11 @@ fn unparsable(reason: impl Into<String>, detail: impl Into<String>, raw: &str) -
 /// Parses the body of a 200 answer.
 pub(crate) fn parse_generate_response(body: &str) -> Result<Parsed, GeminiError> {
     let response: GenerateContentResponse = serde_json::from_str(body).map_err(|e| {
-        unparsable("the answer was not a Gemini response", format!("{e}; body starts: {}", short(body.trim(), 200)), body)
+        unparsable(
+            "the answer was not a Gemini response",
+            format!("{e}; body starts: {}", short(body.trim(), 200)),
+            body,
+        )
     })?;
     let usage = response.usage_metadata.as_ref().map(Usage::from).unwrap_or_default();
 
@@ -103,8 +104,9 @@ pub(crate) fn parse_generate_response(body: &str) -> Result<Parsed, GeminiError>
         Some(serde_json::Value::String(name)) if !name.trim().is_empty() => {}
         _ => return Err(unparsable("the answer had no product name", short(text.trim(), 200), body)),
     }
-    let product: Product = serde_json::from_value(json.clone())
-        .map_err(|e| unparsable("the product data had the wrong shape", format!("{e}: {}", short(text.trim(), 200)), body))?;
+    let product: Product = serde_json::from_value(json.clone()).map_err(|e| {
+        unparsable("the product data had the wrong shape", format!("{e}: {}", short(text.trim(), 200)), body)
+    })?;
     Ok(Parsed { product: product.normalized(), usage, model_version: response.model_version, finish_reason })
 }
 
@@ -121,18 +123,16 @@ pub(crate) fn extract_json_object(text: &str) -> Option<serde_json::Value> {
             return v.is_object().then_some(v);
         }
     }
-    // Prose around JSON: try each `{` as the start of a balanced object (a bounded number).
+    // Prose around JSON: the first top-level balanced `{...}` that parses. An object that never
+    // closes (a truncated answer) ends the search: everything after it is nested, not top-level.
     let mut from = 0;
     for _ in 0..32 {
         let start = from + trimmed[from..].find('{')?;
-        if let Some(end) = balanced_object_end(&trimmed[start..]) {
-            if let Ok(v @ serde_json::Value::Object(_)) =
-                serde_json::from_str::<serde_json::Value>(&trimmed[start..start + end])
-            {
-                return Some(v);
-            }
+        let end = start + balanced_object_end(&trimmed[start..])?;
+        if let Ok(v @ serde_json::Value::Object(_)) = serde_json::from_str::<serde_json::Value>(&trimmed[start..end]) {
+            return Some(v);
         }
-        from = start + 1;
+        from = end;
     }
     None
 }
@@ -212,10 +212,7 @@ mod tests {
         assert_eq!(p.product.name, "Crunchy Oat Granola");
         assert_eq!(p.product.price.as_ref().unwrap().currency, "EUR");
         assert_eq!(p.product.uncertain_fields, vec!["price"]);
-        assert_eq!(
-            p.usage,
-            Usage { prompt_tokens: 102, output_tokens: 438, thoughts_tokens: 278, total_tokens: 540 }
-        );
+        assert_eq!(p.usage, Usage { prompt_tokens: 102, output_tokens: 438, thoughts_tokens: 278, total_tokens: 540 });
         assert_eq!(p.model_version.as_deref(), Some("gemini-2.5-flash"));
         assert_eq!(p.finish_reason.as_deref(), Some("STOP"));
     }
@@ -279,20 +276,41 @@ mod tests {
     #[test]
     fn error_shapes() {
         let cases: Vec<(String, ErrorCode, &str)> = vec![
-            (json!({"promptFeedback": {"blockReason": "PROHIBITED_CONTENT", "safetyRatings": []},
-                    "usageMetadata": {"promptTokenCount": 300}}).to_string(), ErrorCode::Blocked, "PROHIBITED_CONTENT"),
-            (json!({"candidates": [], "promptFeedback": {"blockReason": "OTHER"}}).to_string(), ErrorCode::Blocked, "OTHER"),
-            (json!({"candidates": [{"finishReason": "SAFETY", "safetyRatings": [{"blocked": true}]}]}).to_string(),
-                ErrorCode::Blocked, "SAFETY"),
-            (json!({"candidates": [{"content": {"role": "model"}, "finishReason": "IMAGE_SAFETY"}]}).to_string(),
-                ErrorCode::Blocked, "IMAGE_SAFETY"),
+            (
+                json!({"promptFeedback": {"blockReason": "PROHIBITED_CONTENT", "safetyRatings": []},
+                    "usageMetadata": {"promptTokenCount": 300}})
+                .to_string(),
+                ErrorCode::Blocked,
+                "PROHIBITED_CONTENT",
+            ),
+            (
+                json!({"candidates": [], "promptFeedback": {"blockReason": "OTHER"}}).to_string(),
+                ErrorCode::Blocked,
+                "OTHER",
+            ),
+            (
+                json!({"candidates": [{"finishReason": "SAFETY", "safetyRatings": [{"blocked": true}]}]}).to_string(),
+                ErrorCode::Blocked,
+                "SAFETY",
+            ),
+            (
+                json!({"candidates": [{"content": {"role": "model"}, "finishReason": "IMAGE_SAFETY"}]}).to_string(),
+                ErrorCode::Blocked,
+                "IMAGE_SAFETY",
+            ),
             (answer("", "RECITATION"), ErrorCode::Blocked, "RECITATION"),
-            (json!({"candidates": [{"content": {"role": "model"}, "finishReason": "STOP"}]}).to_string(),
-                ErrorCode::UnparsableOutput, "no text"),
+            (
+                json!({"candidates": [{"content": {"role": "model"}, "finishReason": "STOP"}]}).to_string(),
+                ErrorCode::UnparsableOutput,
+                "no text",
+            ),
             (json!({"candidates": [{"index": 0}]}).to_string(), ErrorCode::UnparsableOutput, "no text"),
             (json!({"candidates": [{"content": {"parts": []}}]}).to_string(), ErrorCode::UnparsableOutput, "no text"),
-            (json!({"candidates": [{"content": {"parts": [{"text": "x", "thought": true}]}}]}).to_string(),
-                ErrorCode::UnparsableOutput, "no text"),
+            (
+                json!({"candidates": [{"content": {"parts": [{"text": "x", "thought": true}]}}]}).to_string(),
+                ErrorCode::UnparsableOutput,
+                "no text",
+            ),
             (json!({}).to_string(), ErrorCode::UnparsableOutput, "no answer"),
             ("not json at all".to_string(), ErrorCode::UnparsableOutput, "not a Gemini response"),
             ("[1,2]".to_string(), ErrorCode::UnparsableOutput, "not a Gemini response"),
@@ -305,6 +323,15 @@ mod tests {
             (answer("{\"name\": \"X\", \"price\": \"3.49\"}", "STOP"), ErrorCode::UnparsableOutput, "wrong shape"),
             (answer("{\"name\": \"Crunchy Oat Gra", "MAX_TOKENS"), ErrorCode::UnparsableOutput, "cut off"),
             (answer("", "MAX_TOKENS"), ErrorCode::UnparsableOutput, "cut off"),
+            (
+                answer(
+                    "{\"name\": \"Oil\", \"attributes\": [{\"name\": \"Origin\", \"value\": \"Italy\"}, {\"na",
+                    "MAX_TOKENS",
+                ),
+                ErrorCode::UnparsableOutput,
+                "cut off",
+            ),
+            (answer("Note {\"name\": \"inner\"", "STOP"), ErrorCode::UnparsableOutput, "no JSON object"),
         ];
         for (body, code, needle) in cases {
             let e = err(&body);

@@ -184,9 +184,7 @@ impl ErrorBody {
     /// The details whose `@type` ends with `.{name}` (e.g. `ErrorInfo`, `RetryInfo`).
     pub fn details_of<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a serde_json::Value> + 'a {
         self.details.iter().filter(move |d| {
-            d.get("@type")
-                .and_then(|t| t.as_str())
-                .is_some_and(|t| t.rsplit(['.', '/']).next() == Some(name))
+            d.get("@type").and_then(|t| t.as_str()).is_some_and(|t| t.rsplit(['.', '/']).next() == Some(name))
         })
     }
 
@@ -215,7 +213,7 @@ pub fn parse_proto_duration(v: &serde_json::Value) -> Option<std::time::Duration
         }
         _ => return None,
     };
-    (secs.is_finite() && secs >= 0.0 && secs < 1e9).then(|| std::time::Duration::from_secs_f64(secs))
+    (0.0..1e9).contains(&secs).then(|| std::time::Duration::from_secs_f64(secs))
 }
 
 // ---------------------------------------------------------------------------------------------
