@@ -40,12 +40,8 @@ async fn extract_json_one_line_per_file_and_exit_1_when_one_fails() {
     let broken = dir.path().join("broken.jpg");
     std::fs::write(&broken, b"not an image at all").unwrap();
     let env = [("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &fake.base_url() as &str)];
-    let out = cli(
-        dir.path(),
-        &env,
-        &["extract", "--json", fixture().to_str().unwrap(), broken.to_str().unwrap()],
-    )
-    .await;
+    let out =
+        cli(dir.path(), &env, &["extract", "--json", fixture().to_str().unwrap(), broken.to_str().unwrap()]).await;
     assert_eq!(out.status.code(), Some(1), "stderr: {}", String::from_utf8_lossy(&out.stderr));
     let lines = json_lines(&out);
     assert_eq!(lines.len(), 2, "{lines:?}");
@@ -120,7 +116,8 @@ async fn usage_and_config_errors_exit_2() {
 
     let config = dir.path().join("custom.toml");
     std::fs::write(&config, "[gemini]\nmodle = \"typo\"\n").unwrap();
-    let out = cli(dir.path(), &[("GEMINI_API_KEY", "k")], &["--config", config.to_str().unwrap(), "products", "list"]).await;
+    let out =
+        cli(dir.path(), &[("GEMINI_API_KEY", "k")], &["--config", config.to_str().unwrap(), "products", "list"]).await;
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("modle"), "{}", String::from_utf8_lossy(&out.stderr));
 

@@ -195,4 +195,3 @@ async fn newcomer_demo_drop_review_save_list() {
     assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
     assert_eq!(rows[0]["name"], "E2E Reviewed Granola");
 }
-

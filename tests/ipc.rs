@@ -130,12 +130,8 @@ fn demo_mode_extract_review_save_list() {
     assert_eq!(status["api_key"]["source"], "demo");
     assert!(status["base_url"].as_str().unwrap().starts_with("http://127.0.0.1:"), "{status}");
 
-    let tickets = invoke(
-        &webview,
-        "extract_photos",
-        json!({"paths": [fixture()], "onEvent": "__CHANNEL__:7"}),
-    )
-    .unwrap();
+    let tickets =
+        invoke(&webview, "extract_photos", json!({"paths": [fixture()], "onEvent": "__CHANNEL__:7"})).unwrap();
     assert_eq!(tickets.as_array().unwrap().len(), 1, "{tickets}");
     assert_eq!(tickets[0]["file_name"], "product.jpg");
 

@@ -19,7 +19,11 @@ pub const EXIT_FAILED: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 
 #[derive(Debug, Parser)]
-#[command(name = "product-extractor", version, about = "Extract product data from photos with Gemini into a local catalog.")]
+#[command(
+    name = "product-extractor",
+    version,
+    about = "Extract product data from photos with Gemini into a local catalog."
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: Global,
@@ -120,13 +124,13 @@ async fn extract(state: &AppState, args: ExtractArgs) -> i32 {
     let mut stdout = std::io::stdout().lock();
     for file in &files {
         let outcome = match pipeline.extract(file, |_| {}).await {
-            Ok(extraction) if args.save => match pipeline
-                .save(extraction.photo_id, Some(extraction.attempt_id), extraction.product.clone())
-                .await
-            {
-                Ok(record) => Ok((extraction, Some(record.id))),
-                Err(e) => Err(ErrorReport::from(e)),
-            },
+            Ok(extraction) if args.save => {
+                match pipeline.save(extraction.photo_id, Some(extraction.attempt_id), extraction.product.clone()).await
+                {
+                    Ok(record) => Ok((extraction, Some(record.id))),
+                    Err(e) => Err(ErrorReport::from(e)),
+                }
+            }
             Ok(extraction) => Ok((extraction, None)),
             Err(e) => Err(ErrorReport::from(e)),
         };

@@ -19,8 +19,8 @@ use serde::Serialize;
 use ts_rs::TS;
 
 use crate::catalog::{
-    AttemptId, AttemptOutcome, AttemptUsage, Catalog, CatalogError, NewAttempt, NewPhoto, PhotoId,
-    ProductId, ProductRecord, SaveProduct,
+    AttemptId, AttemptOutcome, AttemptUsage, Catalog, CatalogError, NewAttempt, NewPhoto, PhotoId, ProductId,
+    ProductRecord, SaveProduct,
 };
 use crate::config::ImageConfig;
 use crate::error::{Coded, ErrorCode};
@@ -165,7 +165,11 @@ impl Pipeline {
 
     /// Prepares the photo, asks Gemini, and records the attempt (success or failure) in the audit
     /// trail. Intake errors never reach the network and are not recorded as attempts.
-    pub async fn extract(&self, file: &Path, mut on_stage: impl FnMut(Stage<'_>) + Send) -> Result<Extraction, ExtractError> {
+    pub async fn extract(
+        &self,
+        file: &Path,
+        mut on_stage: impl FnMut(Stage<'_>) + Send,
+    ) -> Result<Extraction, ExtractError> {
         on_stage(Stage::Preparing);
         let image = intake::prepare_file_async(file.to_path_buf(), self.image.clone()).await?;
         on_stage(Stage::Prepared(&image));
@@ -243,7 +247,12 @@ impl Pipeline {
     }
 
     /// Saves what the reviewer approved. Refused, with the flags, while any field is invalid.
-    pub async fn save(&self, photo_id: PhotoId, attempt_id: Option<AttemptId>, product: Product) -> Result<ProductRecord, SaveError> {
+    pub async fn save(
+        &self,
+        photo_id: PhotoId,
+        attempt_id: Option<AttemptId>,
+        product: Product,
+    ) -> Result<ProductRecord, SaveError> {
         let product = product.normalized();
         let invalid: Vec<FieldFlag> = product.validate().into_iter().filter(|f| f.kind == FlagKind::Invalid).collect();
         if !invalid.is_empty() {
@@ -285,9 +294,11 @@ pub fn collect_photo_files(paths: &[PathBuf]) -> Vec<PathBuf> {
             .into_iter()
             .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
         for entry in walk.flatten() {
-            let is_photo = entry.path().extension().and_then(|e| e.to_str()).is_some_and(|ext| {
-                PHOTO_EXTENSIONS.iter().any(|p| p.eq_ignore_ascii_case(ext))
-            });
+            let is_photo = entry
+                .path()
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|ext| PHOTO_EXTENSIONS.iter().any(|p| p.eq_ignore_ascii_case(ext)));
             if entry.file_type().is_file() && is_photo {
                 files.push(entry.into_path());
             }

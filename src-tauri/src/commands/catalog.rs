@@ -10,7 +10,11 @@ use crate::state::AppState;
 const MAX_PAGE: u32 = 500;
 
 #[tauri::command]
-pub async fn list_products(state: State<'_, AppState>, offset: u32, limit: u32) -> Result<Vec<ProductSummary>, ErrorReport> {
+pub async fn list_products(
+    state: State<'_, AppState>,
+    offset: u32,
+    limit: u32,
+) -> Result<Vec<ProductSummary>, ErrorReport> {
     Ok(state.catalog().list_products(offset, limit.min(MAX_PAGE)).await?)
 }
 

@@ -63,9 +63,10 @@ pub async fn save_product(state: State<'_, AppState>, input: SaveInput) -> Resul
 #[tauri::command]
 pub async fn preview_photo(state: State<'_, AppState>, file: String) -> Result<String, ErrorReport> {
     let config = state.effective_config().image;
-    let url = tokio::task::spawn_blocking(move || intake::preview_data_url(&PathBuf::from(file), &config, PREVIEW_LONG_EDGE))
-        .await
-        .map_err(join_error)??;
+    let url =
+        tokio::task::spawn_blocking(move || intake::preview_data_url(&PathBuf::from(file), &config, PREVIEW_LONG_EDGE))
+            .await
+            .map_err(join_error)??;
     Ok(url)
 }
 

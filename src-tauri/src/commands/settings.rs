@@ -74,6 +74,9 @@ pub fn apply_input(mut config: Config, input: SettingsInput) -> Result<Config, E
 
 fn duration(key: &str, text: &str) -> Result<Duration, ErrorReport> {
     humantime::parse_duration(text.trim()).map_err(|e| {
-        ErrorReport::new(ErrorCode::Config, format!("invalid setting {key}: \"{text}\" is not a duration like 30s ({e})"))
+        ErrorReport::new(
+            ErrorCode::Config,
+            format!("invalid setting {key}: \"{text}\" is not a duration like 30s ({e})"),
+        )
     })
 }
