@@ -552,15 +552,27 @@ fn decode_jpeg_turbo(bytes: &[u8], max_pixels: u64, long_edge: u32) -> Result<Op
         height: scaled.height,
         format: turbojpeg::PixelFormat::RGB,
     };
-    dec.decompress(bytes, image).map_err(corrupt)?;
+    match dec.decompress(bytes, image) {
+        Ok(()) => {}
+        // Many cameras and editors leave stray bytes before a marker; libjpeg-turbo warns and
+        // still decodes every pixel. Refusing those photos would refuse real, intact work.
+        Err(e) if is_harmless_jpeg_warning(&e) => tracing::debug!("JPEG decoded with a harmless warning: {e}"),
+        Err(e) => return Err(corrupt(e)),
+    }
     drop(dec);
     let decoded = Rgb { width: scaled.width as u32, height: scaled.height as u32, data: pixels };
     let image = resize_to(decoded, tw, th)?;
     Ok(Some((image, w, h, orientation)))
 }
 
+/// The one libjpeg warning after which the decoded image is complete: stray bytes between segments
+/// (JWRN_EXTRANEOUS_DATA).
+fn is_harmless_jpeg_warning(e: &turbojpeg::Error) -> bool {
+    e.to_string().contains("extraneous bytes before marker")
+}
+
 /// libjpeg-turbo reports warnings (e.g. "Premature end of JPEG file") as errors in its TurboJPEG 3
-/// API; we keep it that way: a JPEG that decodes with a warning is damaged.
+/// API; apart from [`is_harmless_jpeg_warning`], a JPEG that decodes with a warning is damaged.
 fn jpeg_error(bytes: &[u8], e: turbojpeg::Error) -> IntakeError {
     let detail = e.to_string();
     let lower = detail.to_ascii_lowercase();
@@ -1018,6 +1030,15 @@ mod tests {
             let err = prepare_bytes(&full[..40], &cfg()).unwrap_err();
             assert!(matches!(err, IntakeError::Truncated { .. } | IntakeError::Corrupt { .. }), "{err:?}");
         }
+    }
+
+    #[test]
+    fn intake_stray_bytes_before_a_marker_are_tolerated() {
+        let mut bytes = jpeg(200, 100);
+        assert!(bytes.ends_with(&[0xFF, 0xD9]));
+        bytes.splice(bytes.len() - 2..bytes.len() - 2, [0u8, 0, 0]);
+        let prepared = prepare_bytes(&bytes, &cfg()).expect("a stray-byte JPEG is intact");
+        assert_eq!((prepared.width, prepared.height), (200, 100));
     }
 
     #[test]

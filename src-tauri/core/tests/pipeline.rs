@@ -1,0 +1,160 @@
+//! The pipeline end to end inside the core: a real photo, the real client against the fake
+//! Gemini on 127.0.0.1, and a real SQLite file.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use pe_core::catalog::{AttemptOutcomeKind, Catalog};
+use pe_core::config::{ApiKey, GeminiConfig, ImageConfig};
+use pe_core::fake_gemini::{Behavior, FakeGemini, FakeOptions};
+use pe_core::gemini::GeminiClient;
+use pe_core::pipeline::{Clock, Pipeline, SaveError, Stage};
+use pe_core::product::Product;
+use pe_core::{Coded, ErrorCode};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(name)
+}
+
+/// A clock that starts at 1_000 and moves only when told.
+fn test_clock() -> (Clock, Arc<AtomicI64>) {
+    let now = Arc::new(AtomicI64::new(1_000));
+    let read = now.clone();
+    (Arc::new(move || read.load(Ordering::SeqCst)), now)
+}
+
+struct Setup {
+    pipeline: Pipeline,
+    fake: FakeGemini,
+    _dir: tempfile::TempDir,
+    db: PathBuf,
+}
+
+async fn setup() -> Setup {
+    let fake = FakeGemini::start(FakeOptions::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("catalog.sqlite3");
+    let catalog = Catalog::open(&db).unwrap();
+    let config = GeminiConfig {
+        base_url: fake.base_url(),
+        api_key: ApiKey::new("test-key"),
+        timeout: Duration::from_secs(5),
+        ..GeminiConfig::default()
+    };
+    let (clock, _) = test_clock();
+    let pipeline = Pipeline::new(GeminiClient::new(&config).unwrap(), catalog, ImageConfig::default(), clock);
+    Setup { pipeline, fake, _dir: dir, db }
+}
+
+#[tokio::test]
+async fn extraction_is_audited_but_not_saved_until_save() {
+    let s = setup().await;
+    let mut stages = Vec::new();
+    let e = s
+        .pipeline
+        .extract(&fixture("product.jpg"), |stage| {
+            stages.push(match stage {
+                Stage::Preparing => "preparing".to_string(),
+                Stage::Prepared(img) => format!("prepared {}x{}", img.width, img.height),
+                Stage::Extracting => "extracting".to_string(),
+            })
+        })
+        .await
+        .unwrap();
+    // The fixture is stored sideways with EXIF orientation 6; it is prepared upright.
+    assert_eq!(stages, vec!["preparing", "prepared 1200x900", "extracting"]);
+    assert!(!e.product.name.is_empty());
+    assert!(e.usage.prompt_tokens > 0);
+    assert_eq!(e.existing_product_id, None);
+
+    let catalog = s.pipeline.catalog();
+    let attempts = catalog.attempts(e.photo_id).await.unwrap();
+    assert_eq!(attempts.len(), 1);
+    assert_eq!(attempts[0].outcome, AttemptOutcomeKind::Proposed);
+    assert_eq!(attempts[0].started_at, 1_000, "time comes from the injected clock");
+    assert!(attempts[0].raw_response.as_deref().unwrap().contains("candidates"));
+    assert_eq!(catalog.count_products().await.unwrap(), 0, "nothing is saved without Save");
+
+    let mut edited = e.product.clone();
+    edited.name = "Reviewed".into();
+    edited.gtin = Some("4006381333931".into());
+    let record = s.pipeline.save(e.photo_id, Some(e.attempt_id), edited).await.unwrap();
+    assert_eq!(record.saved.name, "Reviewed");
+    assert_eq!(record.proposed.as_ref().unwrap().name, e.product.name, "the proposal is kept");
+
+    // The same bytes again are the same photo, already in the catalog.
+    let again = s.pipeline.extract(&fixture("product.jpg"), |_| {}).await.unwrap();
+    assert_eq!(again.photo_id, e.photo_id);
+    assert_eq!(again.existing_product_id, Some(record.id));
+}
+
+#[tokio::test]
+async fn a_failed_call_is_audited_with_its_code() {
+    let s = setup().await;
+    s.fake.push(Behavior::Unavailable);
+    let err = s.pipeline.extract(&fixture("product.jpg"), |_| {}).await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::GeminiUnavailable);
+    let attempts = s.pipeline.catalog().attempts(1).await.unwrap();
+    assert_eq!(attempts.len(), 1);
+    assert_eq!(attempts[0].outcome, AttemptOutcomeKind::Failed);
+    assert_eq!(attempts[0].error_code, Some(ErrorCode::GeminiUnavailable));
+}
+
+#[tokio::test]
+async fn a_bad_photo_never_reaches_the_network_or_the_catalog() {
+    let s = setup().await;
+    for (name, code) in [("not-an-image.jpg", ErrorCode::InvalidImage), ("truncated.jpg", ErrorCode::InvalidImage)] {
+        let err = s.pipeline.extract(&fixture(name), |_| {}).await.unwrap_err();
+        assert_eq!(err.code(), code, "{name}: {err}");
+    }
+    let missing = s.pipeline.extract(Path::new("/nonexistent/photo.jpg"), |_| {}).await.unwrap_err();
+    assert_eq!(missing.code(), ErrorCode::Io);
+    assert_eq!(s.fake.generate_count(), 0);
+    let photos: i64 = s
+        .pipeline
+        .catalog()
+        .with_connection(|c| Ok(c.query_row("SELECT count(*) FROM photos", [], |r| r.get(0))?))
+        .await
+        .unwrap();
+    assert_eq!(photos, 0);
+}
+
+#[tokio::test]
+async fn save_refuses_invalid_fields_and_names_them() {
+    let s = setup().await;
+    let e = s.pipeline.extract(&fixture("product.jpg"), |_| {}).await.unwrap();
+    let bad = Product { name: "X".into(), gtin: Some("4006381333932".into()), ..Default::default() };
+    match s.pipeline.save(e.photo_id, Some(e.attempt_id), bad).await {
+        Err(SaveError::Invalid(flags)) => assert_eq!(flags[0].field, "gtin"),
+        other => panic!("expected a validation error, got {other:?}"),
+    }
+    assert_eq!(s.pipeline.catalog().count_products().await.unwrap(), 0);
+}
+
+/// While Gemini is thinking, the catalog holds no transaction: another connection can take the
+/// write lock at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn no_transaction_is_open_while_gemini_is_called() {
+    let s = setup().await;
+    s.fake.push(Behavior::Slow(Duration::from_millis(800)));
+    let pipeline = s.pipeline.clone();
+    let call = tokio::spawn(async move { pipeline.extract(&fixture("product.jpg"), |_| {}).await });
+    // Wait until the request is in flight at the fake.
+    while s.fake.generate_count() == 0 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let autocommit = s.pipeline.catalog().with_connection(|c| Ok(c.is_autocommit())).await.unwrap();
+    assert!(autocommit, "the catalog connection is not inside a transaction");
+    let db = s.db.clone();
+    tokio::task::spawn_blocking(move || {
+        let other = rusqlite::Connection::open(db).unwrap();
+        other.busy_timeout(Duration::ZERO).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE; ROLLBACK;").expect("the write lock is free during the call");
+    })
+    .await
+    .unwrap();
+    assert!(!call.is_finished(), "the call was still in flight during the check");
+    call.await.unwrap().unwrap();
+}
