@@ -72,7 +72,7 @@ test-rust: ui
 	cargo test --workspace
 
 test-e2e: ui deps-driver
-	env -u DISPLAY $(XVFB) cargo test --test e2e -- --ignored --test-threads=1
+	env -u DISPLAY $(XVFB) cargo test --workspace --test e2e -- --ignored --test-threads=1
 
 ## The TypeScript types are generated from Rust by the tests above; fail if they drifted.
 bindings-check:

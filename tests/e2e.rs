@@ -144,6 +144,18 @@ async fn newcomer_demo_drop_review_save_list() {
     let c = connect().await;
     let long = Duration::from_secs(30);
 
+    // The window holds only the capabilities it uses: a core window API it never calls is refused.
+    let refused = c
+        .execute_async(
+            r#"const done = arguments[0];
+               window.__TAURI_INTERNALS__.invoke('plugin:window|set_title', { label: 'main', value: 'pwned' })
+                 .then(() => done('allowed'), (e) => done(String(e)));"#,
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(refused.as_str().unwrap().contains("not allowed"), "{refused}");
+
     // No key: the banner offers the demo.
     wait_for(&c, "#demo-button", long).await.click().await.unwrap();
     screenshot(&c, "1-demo-on").await;
