@@ -193,6 +193,12 @@ async fn newcomer_demo_drop_review_save_list() {
     wait_for(&c, "#nav-products", long).await.click().await.unwrap();
     wait_text(&c, r#"[data-testid="product-row"]"#, "E2E Reviewed Granola", long).await;
     screenshot(&c, "5-products").await;
+
+    // Settings: the key field is masked, and in demo mode no real key is configured.
+    wait_for(&c, "#nav-settings", long).await.click().await.unwrap();
+    let key = wait_for(&c, "#settings-api-key", long).await;
+    assert_eq!(key.attr("type").await.unwrap().as_deref(), Some("password"));
+    screenshot(&c, "6-settings").await;
     c.close().await.unwrap();
 
     // And the catalog on disk agrees, read through the headless CLI.
