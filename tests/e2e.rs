@@ -157,7 +157,9 @@ async fn newcomer_demo_drop_review_save_list() {
     assert!(refused.as_str().unwrap().contains("not allowed"), "{refused}");
 
     // No key: the banner offers the demo.
-    wait_for(&c, "#demo-button", long).await.click().await.unwrap();
+    let demo = wait_for(&c, "#demo-button", long).await;
+    screenshot(&c, "0-no-key").await;
+    demo.click().await.unwrap();
     screenshot(&c, "1-demo-on").await;
 
     // A dropped photo and a broken one: the broken one fails alone.
