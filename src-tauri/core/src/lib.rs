@@ -11,6 +11,7 @@
 //! - [`catalog`] is the SQLite store on its own thread: photos, extraction attempts (the audit
 //!   trail), products (proposal and saved).
 //! - [`pipeline`] ties them together: intake → Gemini → audit, then save after review.
+//! - [`resilience`] is the circuit breaker for calls to Gemini, with Resilience4j's semantics.
 //! - [`fake_gemini`] is a local server that behaves like the real API, for tests and demo mode.
 //! - [`config`] and [`error`] are shared by all of them.
 //!
@@ -24,5 +25,6 @@ pub mod gemini;
 pub mod intake;
 pub mod pipeline;
 pub mod product;
+pub mod resilience;
 
 pub use error::{Coded, ErrorCode, ErrorReport};
