@@ -201,6 +201,28 @@ async fn newcomer_demo_drop_review_save_list() {
     let key = wait_for(&c, "#settings-api-key", long).await;
     assert_eq!(key.attr("type").await.unwrap().as_deref(), Some("password"));
     screenshot(&c, "6-settings").await;
+
+    // The live breaker panel: the demo's call was a success; forcing it open shows at once and
+    // pauses the next photo with a clear message; back to normal lets it through.
+    wait_for(&c, "#nav-status", long).await.click().await.unwrap();
+    wait_text(&c, "#breaker-state", "CLOSED", long).await;
+    wait_for(&c, r#"#breaker-badge[data-state="closed"]"#, long).await;
+    wait_for(&c, "#breaker-force-open", long).await.click().await.unwrap();
+    wait_text(&c, "#breaker-state", "FORCED_OPEN", long).await;
+    wait_for(&c, r#"#breaker-badge[data-state="forced_open"]"#, long).await;
+    wait_for(&c, "#nav-extract", long).await.click().await.unwrap();
+    let second = data_dir.path().join("second.jpg");
+    std::fs::copy(&fixture, &second).unwrap();
+    drop_files(&c, &[&second]).await;
+    wait_for(&c, r#"[data-testid="job-card"][data-status="failed"][data-file="second.jpg"]"#, long).await;
+    wait_text(&c, r#"[data-testid="job-card"][data-file="second.jpg"]"#, "paused", long).await;
+    screenshot(&c, "7-circuit-open-card").await;
+    wait_for(&c, "#nav-status", long).await.click().await.unwrap();
+    wait_text(&c, "#breaker-events", "CLOSED → FORCED_OPEN", long).await;
+    wait_text(&c, "#breaker-panel", "notPermittedCalls", long).await;
+    screenshot(&c, "8-breaker-panel").await;
+    wait_for(&c, "#breaker-normal", long).await.click().await.unwrap();
+    wait_text(&c, "#breaker-state", "CLOSED", long).await;
     c.close().await.unwrap();
 
     // And the catalog on disk agrees, read through the headless CLI.

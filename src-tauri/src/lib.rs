@@ -5,11 +5,13 @@
 //! - [`commands`] are the Tauri commands, one file per domain, registered in [`setup`].
 //! - [`jobs`] runs one extraction per dropped photo and streams its stages to the window.
 //! - [`dto`] are the IPC shapes that are not core types; their TypeScript twins are generated.
+//! - [`events`] bridges the core's resilience snapshots to the window's live breaker panel.
 //! - [`logging`] writes the rotating log file.
 
 pub mod cli;
 pub mod commands;
 pub mod dto;
+pub mod events;
 pub mod jobs;
 pub mod logging;
 pub mod state;
@@ -22,20 +24,30 @@ use crate::state::{process_env, AppState};
 /// Registers the plugin, the state and every command. Generic over the runtime so the commands
 /// can be driven through Tauri's mock runtime in tests.
 pub fn setup<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tauri::Builder<R> {
-    builder.plugin(tauri_plugin_dialog::init()).manage(state).invoke_handler(tauri::generate_handler![
-        commands::settings::app_status,
-        commands::settings::get_settings,
-        commands::settings::save_settings,
-        commands::settings::test_connection,
-        commands::settings::set_demo_mode,
-        commands::extract::extract_photos,
-        commands::extract::reextract,
-        commands::extract::validate_product,
-        commands::extract::save_product,
-        commands::extract::preview_photo,
-        commands::catalog::list_products,
-        commands::catalog::get_product,
-    ])
+    let bridge_state = state.clone();
+    builder
+        .plugin(tauri_plugin_dialog::init())
+        .manage(state)
+        .setup(move |app| {
+            tauri::async_runtime::spawn(events::resilience_bridge(app.handle().clone(), bridge_state));
+            Ok(())
+        })
+        .invoke_handler(tauri::generate_handler![
+            commands::settings::app_status,
+            commands::settings::get_settings,
+            commands::settings::save_settings,
+            commands::settings::test_connection,
+            commands::settings::set_demo_mode,
+            commands::extract::extract_photos,
+            commands::extract::reextract,
+            commands::extract::validate_product,
+            commands::extract::save_product,
+            commands::extract::preview_photo,
+            commands::catalog::list_products,
+            commands::catalog::get_product,
+            commands::breaker::resilience_snapshot,
+            commands::breaker::breaker_control,
+        ])
 }
 
 /// The process entry: a subcommand runs headless; otherwise the window opens. Returns the exit

@@ -13,6 +13,7 @@ use pe_core::config::{ApiKey, Config, ENV_API_KEY};
 use pe_core::fake_gemini::{Behavior, FakeGemini, FakeOptions};
 use pe_core::gemini::GeminiClient;
 use pe_core::pipeline::{system_clock, Clock, Pipeline};
+use pe_core::resilience::ResilienceStack;
 use pe_core::ErrorReport;
 use tokio::sync::Semaphore;
 
@@ -20,6 +21,9 @@ use crate::dto::{AppStatus, KeySource, KeyStatus};
 
 /// How many photos are prepared and extracted at once in the window.
 pub const CONCURRENT_JOBS: usize = 4;
+
+/// The name of the one resilience stack (and its breaker) around Gemini calls.
+pub const STACK_NAME: &str = "gemini";
 
 /// The key the built-in fake Gemini accepts in demo mode.
 const DEMO_KEY: &str = "demo-mode-key-not-secret";
@@ -71,6 +75,9 @@ struct Shared {
     reconfigure: tokio::sync::Mutex<()>,
     /// Bounds the photos worked on at once, so a dropped folder does not start hundreds of calls.
     jobs: Arc<Semaphore>,
+    /// The one resilience stack named `gemini`; replaced (the breaker resets) only when its
+    /// settings change. The panel's bridge watches this to follow a replacement.
+    stack: tokio::sync::watch::Sender<ResilienceStack>,
     next_job: AtomicU64,
 }
 
@@ -95,7 +102,8 @@ impl AppState {
     pub fn open_with_clock(paths: Paths, env: Env, clock: Clock) -> Result<Self, ErrorReport> {
         let file_config = Config::load(&paths.config_file, |_| None)?;
         let catalog = Catalog::open(&paths.database)?;
-        let live = Live::build(file_config, &*env, None, &catalog, &clock)?;
+        let stack = ResilienceStack::new(STACK_NAME, file_config.resilience())?;
+        let live = Live::build(file_config, &*env, None, &catalog, &stack, &clock)?;
         Ok(Self {
             shared: Arc::new(Shared {
                 paths,
@@ -105,6 +113,7 @@ impl AppState {
                 live: RwLock::new(live),
                 reconfigure: tokio::sync::Mutex::new(()),
                 jobs: Arc::new(Semaphore::new(CONCURRENT_JOBS)),
+                stack: tokio::sync::watch::channel(stack).0,
                 next_job: AtomicU64::new(1),
             }),
         })
@@ -129,6 +138,16 @@ impl AppState {
 
     pub fn effective_config(&self) -> Config {
         self.read(|live| live.effective.clone())
+    }
+
+    /// The resilience stack in effect now.
+    pub fn stack(&self) -> ResilienceStack {
+        self.shared.stack.borrow().clone()
+    }
+
+    /// Follows the stack across replacements (a Settings change of its sections).
+    pub fn stack_watch(&self) -> tokio::sync::watch::Receiver<ResilienceStack> {
+        self.shared.stack.subscribe()
     }
 
     pub fn job_slots(&self) -> Arc<Semaphore> {
@@ -162,12 +181,22 @@ impl AppState {
         let _guard = self.shared.reconfigure.lock().await;
         config.validate()?;
         let demo = self.read(|live| live.demo.clone());
-        let live = Live::build(config.clone(), &*self.shared.env, demo, &self.shared.catalog, &self.shared.clock)?;
+        let mut stack = self.stack();
+        let replaced = stack.config() != &config.resilience();
+        if replaced {
+            stack = ResilienceStack::new(STACK_NAME, config.resilience())?;
+        }
+        let live =
+            Live::build(config.clone(), &*self.shared.env, demo, &self.shared.catalog, &stack, &self.shared.clock)?;
         let path = self.shared.paths.config_file.clone();
         tokio::task::spawn_blocking(move || config.save(&path))
             .await
             .map_err(|e| ErrorReport::new(pe_core::ErrorCode::Io, format!("saving the settings failed: {e}")))??;
         self.write(live);
+        if replaced {
+            tracing::info!("resilience settings changed: the gemini breaker starts afresh");
+            self.shared.stack.send_replace(stack);
+        }
         tracing::info!("settings saved and applied");
         Ok(())
     }
@@ -195,7 +224,8 @@ impl AppState {
             tracing::info!("demo mode off");
             None
         };
-        let live = Live::build(file_config, &*self.shared.env, demo, &self.shared.catalog, &self.shared.clock)?;
+        let live =
+            Live::build(file_config, &*self.shared.env, demo, &self.shared.catalog, &self.stack(), &self.shared.clock)?;
         self.write(live);
         Ok(self.status())
     }
@@ -216,6 +246,7 @@ impl Live {
         env: &(dyn Fn(&str) -> Option<String> + Send + Sync),
         demo: Option<Arc<FakeGemini>>,
         catalog: &Catalog,
+        stack: &ResilienceStack,
         clock: &Clock,
     ) -> Result<Self, ErrorReport> {
         let mut effective = file_config.clone();
@@ -232,7 +263,7 @@ impl Live {
         }
         effective.validate()?;
         let client = GeminiClient::new(&effective.gemini)?;
-        let pipeline = Pipeline::new(client, catalog.clone(), effective.image.clone(), clock.clone());
+        let pipeline = Pipeline::new(client, stack.clone(), catalog.clone(), effective.image.clone(), clock.clone());
         Ok(Self { file_config, effective, key_source, pipeline, demo })
     }
 

@@ -25,6 +25,9 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use crate::error::{Coded, ErrorCode};
+use crate::resilience::{
+    BulkheadConfig, CircuitBreakerConfig, RateLimiterConfig, ResilienceConfig, RetryConfig, TimeLimiterConfig,
+};
 
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
 pub const DEFAULT_MODEL: &str = "gemini-flash-latest";
@@ -35,6 +38,12 @@ pub const DEFAULT_MODEL: &str = "gemini-flash-latest";
 pub struct Config {
     pub gemini: GeminiConfig,
     pub image: ImageConfig,
+    /// The resilience stack around every Gemini call (see `resilience`), one section per layer.
+    pub circuit_breaker: CircuitBreakerConfig,
+    pub bulkhead: BulkheadConfig,
+    pub time_limiter: TimeLimiterConfig,
+    pub retry: RetryConfig,
+    pub rate_limiter: RateLimiterConfig,
 }
 
 /// How to reach Gemini.
@@ -191,8 +200,26 @@ impl Config {
         }
     }
 
+    /// The resilience sections, as the stack takes them.
+    pub fn resilience(&self) -> ResilienceConfig {
+        ResilienceConfig {
+            circuit_breaker: self.circuit_breaker.clone(),
+            bulkhead: self.bulkhead.clone(),
+            time_limiter: self.time_limiter.clone(),
+            retry: self.retry.clone(),
+            rate_limiter: self.rate_limiter.clone(),
+        }
+    }
+
     /// Checks ranges; the error names the key.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.resilience().validate().map_err(|e| match e {
+            // The breaker names its keys without the section.
+            ConfigError::Invalid { key, message } if !key.contains('.') => {
+                ConfigError::Invalid { key: format!("circuit_breaker.{key}"), message }
+            }
+            other => other,
+        })?;
         let invalid = |key: &str, message: &str| Err(ConfigError::Invalid { key: key.into(), message: message.into() });
         let url = self.gemini.base_url.trim();
         if !(url.starts_with("https://") || url.starts_with("http://")) {

@@ -39,6 +39,12 @@ pub enum ErrorCode {
     Blocked,
     /// Gemini answered, but not with product JSON we can read.
     UnparsableOutput,
+    /// The circuit breaker is open: Gemini has been failing, calls are paused until a probe.
+    CircuitOpen,
+    /// Every Gemini call slot (the bulkhead) is taken.
+    BulkheadFull,
+    /// The configured rate limit would make the call wait too long.
+    RateLimited,
     /// The configuration is invalid.
     Config,
     /// The local catalog (SQLite) failed.
@@ -68,6 +74,9 @@ impl ErrorCode {
             Self::Network => "network",
             Self::Blocked => "blocked",
             Self::UnparsableOutput => "unparsable_output",
+            Self::CircuitOpen => "circuit_open",
+            Self::BulkheadFull => "bulkhead_full",
+            Self::RateLimited => "rate_limited",
             Self::Config => "config",
             Self::Catalog => "catalog",
             Self::Validation => "validation",
@@ -147,6 +156,9 @@ mod tests {
             ErrorCode::Network,
             ErrorCode::Blocked,
             ErrorCode::UnparsableOutput,
+            ErrorCode::CircuitOpen,
+            ErrorCode::BulkheadFull,
+            ErrorCode::RateLimited,
             ErrorCode::Config,
             ErrorCode::Catalog,
             ErrorCode::Validation,

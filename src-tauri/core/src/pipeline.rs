@@ -27,6 +27,7 @@ use crate::error::{Coded, ErrorCode};
 use crate::gemini::{GeminiClient, GeminiError, Usage};
 use crate::intake::{self, IntakeError, PreparedImage};
 use crate::product::{FieldFlag, FlagKind, Product};
+use crate::resilience::{NotPermitted, ResilienceStack, SlotPolicy, StackError};
 
 /// The current time in unix milliseconds. Passed in, so tests control time.
 pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
@@ -75,6 +76,38 @@ pub enum ExtractError {
     Gemini(#[from] GeminiError),
     #[error(transparent)]
     Catalog(#[from] CatalogError),
+    /// The breaker is open (or forced open): no call was made.
+    #[error("{}", circuit_open_message(.0))]
+    CircuitOpen(NotPermitted),
+    #[error("All {max} Gemini call slots are busy; try again when one finishes (bulkhead full).")]
+    BulkheadFull { max: u32 },
+    #[error("The rate limit of {limit} Gemini calls per {period} is reached; try again in {wait} (rate limited).")]
+    RateLimited { limit: u32, period: String, wait: String },
+    /// The time limiter cancelled the call.
+    #[error("Gemini did not answer within {}; try again, or raise time_limiter.timeout_duration in Settings.", humantime::format_duration(*.0))]
+    TimedOut(std::time::Duration),
+}
+
+fn circuit_open_message(rejection: &NotPermitted) -> String {
+    match rejection.retry_at_wall {
+        Some(at) => {
+            let at: chrono::DateTime<chrono::Local> = at.into();
+            format!("Gemini is failing, so calls are paused until {} (circuit open).", at.format("%H:%M:%S"))
+        }
+        None => "Calls to Gemini are paused (circuit open); open Gemini status to resume them.".into(),
+    }
+}
+
+impl From<StackError<GeminiError>> for ExtractError {
+    fn from(e: StackError<GeminiError>) -> Self {
+        match e {
+            StackError::Call(e) => Self::Gemini(e),
+            StackError::CircuitOpen(r) => Self::CircuitOpen(r),
+            StackError::BulkheadFull { max } => Self::BulkheadFull { max },
+            StackError::RateLimited { limit, period, wait } => Self::RateLimited { limit, period, wait },
+            StackError::Timeout(d) => Self::TimedOut(d),
+        }
+    }
 }
 
 impl Coded for ExtractError {
@@ -83,6 +116,10 @@ impl Coded for ExtractError {
             Self::Intake(e) => e.code(),
             Self::Gemini(e) => e.code(),
             Self::Catalog(e) => e.code(),
+            Self::CircuitOpen(_) => ErrorCode::CircuitOpen,
+            Self::BulkheadFull { .. } => ErrorCode::BulkheadFull,
+            Self::RateLimited { .. } => ErrorCode::RateLimited,
+            Self::TimedOut(_) => ErrorCode::Timeout,
         }
     }
 }
@@ -137,18 +174,29 @@ impl PreparedSummary {
     }
 }
 
-/// Intake, Gemini and the catalog, wired together. Cheap to clone.
+/// Intake, Gemini (through the resilience stack) and the catalog, wired together. Cheap to clone.
 #[derive(Clone)]
 pub struct Pipeline {
     gemini: GeminiClient,
+    stack: ResilienceStack,
     catalog: Catalog,
     image: ImageConfig,
     clock: Clock,
 }
 
 impl Pipeline {
-    pub fn new(gemini: GeminiClient, catalog: Catalog, image: ImageConfig, clock: Clock) -> Self {
-        Self { gemini, catalog, image, clock }
+    pub fn new(
+        gemini: GeminiClient,
+        stack: ResilienceStack,
+        catalog: Catalog,
+        image: ImageConfig,
+        clock: Clock,
+    ) -> Self {
+        Self { gemini, stack, catalog, image, clock }
+    }
+
+    pub fn stack(&self) -> &ResilienceStack {
+        &self.stack
     }
 
     pub fn catalog(&self) -> &Catalog {
@@ -191,7 +239,13 @@ impl Pipeline {
         let started_at = (self.clock)();
         let started = Instant::now();
         // No transaction is open here: the catalog's calls above and below are each complete.
-        let result = self.gemini.extract_product(PreparedImage::MIME_TYPE, &image.jpeg).await;
+        let gemini = &self.gemini;
+        let result = self
+            .stack
+            .call(SlotPolicy::Configured, GeminiError::verdict, || {
+                gemini.extract_product(PreparedImage::MIME_TYPE, &image.jpeg)
+            })
+            .await;
         let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let model = self.gemini.model().to_string();
 
@@ -225,7 +279,7 @@ impl Pipeline {
                     existing_product_id,
                 })
             }
-            Err(error) => {
+            Err(StackError::Call(error)) => {
                 let recorded = self
                     .catalog
                     .record_attempt(NewAttempt {
@@ -242,6 +296,29 @@ impl Pipeline {
                     tracing::warn!(error = %audit, "could not record the failed attempt");
                 }
                 Err(error.into())
+            }
+            // Rejected by the stack before (or cancelled during) a call: nothing to audit but
+            // the time limiter's timeout, which is recorded like Gemini's own.
+            Err(rejection) => {
+                let error = ExtractError::from(rejection);
+                if let ExtractError::TimedOut(_) = error {
+                    let recorded = self
+                        .catalog
+                        .record_attempt(NewAttempt {
+                            photo_id,
+                            model,
+                            started_at,
+                            latency_ms: elapsed_ms,
+                            usage: None,
+                            raw_response: None,
+                            outcome: AttemptOutcome::Failed { code: error.code(), message: error.to_string() },
+                        })
+                        .await;
+                    if let Err(audit) = recorded {
+                        tracing::warn!(error = %audit, "could not record the timed-out attempt");
+                    }
+                }
+                Err(error)
             }
         }
     }

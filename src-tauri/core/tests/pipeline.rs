@@ -12,6 +12,7 @@ use pe_core::fake_gemini::{Behavior, FakeGemini, FakeOptions};
 use pe_core::gemini::GeminiClient;
 use pe_core::pipeline::{Clock, Pipeline, SaveError, Stage};
 use pe_core::product::Product;
+use pe_core::resilience::{ResilienceConfig, ResilienceStack};
 use pe_core::{Coded, ErrorCode};
 
 fn fixture(name: &str) -> PathBuf {
@@ -44,7 +45,10 @@ async fn setup() -> Setup {
         ..GeminiConfig::default()
     };
     let (clock, _) = test_clock();
-    let pipeline = Pipeline::new(GeminiClient::new(&config).unwrap(), catalog, ImageConfig::default(), clock);
+    let mut resilience = ResilienceConfig::default();
+    resilience.retry.max_attempts = 1;
+    let stack = ResilienceStack::new("gemini", resilience).unwrap();
+    let pipeline = Pipeline::new(GeminiClient::new(&config).unwrap(), stack, catalog, ImageConfig::default(), clock);
     Setup { pipeline, fake, _dir: dir, db }
 }
 

@@ -3,6 +3,7 @@
 //! none runs on the main thread; blocking work inside them goes to `spawn_blocking` or the
 //! catalog thread.
 
+pub mod breaker;
 pub mod catalog;
 pub mod extract;
 pub mod settings;

@@ -8,6 +8,12 @@ describe("errors", () => {
     expect(toErrorReport(e)).toBe(e);
   });
 
+  it("knows the resilience codes", () => {
+    expect(isErrorReport({ code: "circuit_open", message: "Gemini is failing (circuit open)" })).toBe(true);
+    expect(isErrorReport({ code: "bulkhead_full", message: "busy" })).toBe(true);
+    expect(isErrorReport({ code: "rate_limited", message: "slow down" })).toBe(true);
+  });
+
   it("wraps anything else with a readable message", () => {
     expect(toErrorReport("command foo not found").message).toBe("command foo not found");
     expect(toErrorReport(new Error("boom")).message).toBe("boom");
@@ -19,7 +25,8 @@ describe("errors", () => {
 
   it("maps codes to actions", () => {
     expect(adviceFor("gemini_auth").action).toBe("open_settings");
-    for (const code of ["gemini_quota", "gemini_unavailable", "timeout", "network"] as const) {
+    expect(adviceFor("circuit_open").action).toBe("open_status");
+    for (const code of ["gemini_quota", "gemini_unavailable", "timeout", "network", "bulkhead_full", "rate_limited"] as const) {
       expect(adviceFor(code).action).toBe("retry");
     }
     for (const code of ["invalid_image", "unsupported_format", "image_too_large"] as const) {

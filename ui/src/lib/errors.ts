@@ -23,6 +23,9 @@ const CODES: ReadonlySet<string> = new Set<ErrorCode>([
   "validation",
   "not_found",
   "io",
+  "circuit_open",
+  "bulkhead_full",
+  "rate_limited",
 ]);
 
 export function isErrorReport(value: unknown): value is ErrorReport {
@@ -50,7 +53,7 @@ export function toErrorReport(value: unknown): ErrorReport {
 }
 
 /** What a failed job card offers next to the message. */
-export type ErrorAction = "open_settings" | "retry" | "none";
+export type ErrorAction = "open_settings" | "open_status" | "retry" | "none";
 
 export interface ErrorAdvice {
   /** A short title for the failure. */
@@ -150,6 +153,21 @@ const ADVICE: Record<ErrorCode, ErrorAdvice> = {
     title: "Unexpected error",
     hint: "Something went wrong reading or writing a file. Check the log for details.",
     action: "none",
+  },
+  circuit_open: {
+    title: "Gemini calls paused",
+    hint: "Recent Gemini calls kept failing, so the app stopped sending more for a while. The Gemini status page shows when it tries again.",
+    action: "open_status",
+  },
+  bulkhead_full: {
+    title: "Too many calls at once",
+    hint: "All Gemini call slots were busy for too long. Retry when the current photos are done.",
+    action: "retry",
+  },
+  rate_limited: {
+    title: "Rate limit reached",
+    hint: "The app's own limit of Gemini calls per period was reached. Wait a moment, then retry.",
+    action: "retry",
   },
 };
 

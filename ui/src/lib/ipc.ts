@@ -1,6 +1,7 @@
 // Typed wrappers around the Tauri commands. Every wrapper rejects with an ErrorReport (see errors.ts).
 import { Channel, invoke, type InvokeArgs } from "@tauri-apps/api/core";
 import type { AppStatus } from "../bindings/AppStatus";
+import type { BreakerControl } from "../bindings/BreakerControl";
 import type { ConnectionCheck } from "../bindings/ConnectionCheck";
 import type { FieldFlag } from "../bindings/FieldFlag";
 import type { JobEvent } from "../bindings/JobEvent";
@@ -8,6 +9,7 @@ import type { JobTicket } from "../bindings/JobTicket";
 import type { Product } from "../bindings/Product";
 import type { ProductRecord } from "../bindings/ProductRecord";
 import type { ProductSummary } from "../bindings/ProductSummary";
+import type { ResilienceSnapshot } from "../bindings/ResilienceSnapshot";
 import type { SaveInput } from "../bindings/SaveInput";
 import type { Settings } from "../bindings/Settings";
 import type { SettingsInput } from "../bindings/SettingsInput";
@@ -42,4 +44,6 @@ export const api = {
   listProducts: (offset: number, limit: number) => call<ProductSummary[]>("list_products", { offset, limit }),
   getProduct: (id: number) => call<ProductRecord>("get_product", { id }),
   previewPhoto: (file: string) => call<string>("preview_photo", { file }),
+  resilienceSnapshot: () => call<ResilienceSnapshot>("resilience_snapshot"),
+  breakerControl: (action: BreakerControl) => call<ResilienceSnapshot>("breaker_control", { action }),
 };

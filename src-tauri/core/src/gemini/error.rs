@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use crate::error::{Coded, ErrorCode};
+use crate::resilience::Verdict;
 
 use super::wire::{ErrorBody, ErrorEnvelope};
 
@@ -229,6 +230,25 @@ impl GeminiError {
     /// Whether trying again later may succeed (quota, overload, timeouts, network).
     pub fn is_retryable(&self) -> bool {
         matches!(self, Self::Quota { .. } | Self::Unavailable { .. } | Self::Timeout { .. } | Self::Network { .. })
+    }
+
+    /// How this error counts for the resilience stack (the outcome-class table in
+    /// ARCHITECTURE.md): the service's state is a failure, the photo's own fault is ignored.
+    /// A missing key or a bad setting never reached Gemini, so it says nothing about it.
+    pub fn verdict(&self) -> Verdict {
+        match self {
+            Self::Auth { .. } | Self::NotFound { .. } | Self::Api { .. } => {
+                Verdict::Failure { retry: false, min_delay: None }
+            }
+            Self::Quota { .. } | Self::Unavailable { .. } | Self::Timeout { .. } | Self::Network { .. } => {
+                Verdict::Failure { retry: true, min_delay: self.retry_after() }
+            }
+            Self::BadRequest { .. }
+            | Self::Blocked { .. }
+            | Self::UnparsableOutput { .. }
+            | Self::MissingKey
+            | Self::InvalidConfig { .. } => Verdict::Ignored,
+        }
     }
 }
 

@@ -1,0 +1,40 @@
+//! The one-way event bridge: the core publishes breaker snapshots on a `watch` and stack changes
+//! on another; this task turns them into the `resilience://snapshot` Tauri event, at most ~10 a
+//! second however fast calls finish, and follows the stack when Settings replace it.
+
+use std::time::Duration;
+
+use tauri::{AppHandle, Emitter, Runtime};
+
+use crate::state::AppState;
+
+/// The event the live breaker panel listens to; its payload is a `ResilienceSnapshot`.
+pub const RESILIENCE_EVENT: &str = "resilience://snapshot";
+
+/// The least time between two events: bursts in between coalesce into the next one.
+const COALESCE: Duration = Duration::from_millis(100);
+
+pub async fn resilience_bridge<R: Runtime>(app: AppHandle<R>, state: AppState) {
+    let mut stacks = state.stack_watch();
+    loop {
+        let stack = stacks.borrow_and_update().clone();
+        let mut breaker = stack.breaker().snapshot_watch();
+        let mut changes = stack.changes();
+        loop {
+            if let Err(e) = app.emit(RESILIENCE_EVENT, stack.snapshot()) {
+                tracing::debug!("resilience snapshot not delivered: {e}");
+            }
+            tokio::select! {
+                changed = breaker.changed() => if changed.is_err() { break },
+                changed = changes.changed() => if changed.is_err() { break },
+                replaced = stacks.changed() => {
+                    if replaced.is_err() {
+                        return;
+                    }
+                    break;
+                }
+            }
+            tokio::time::sleep(COALESCE).await;
+        }
+    }
+}
