@@ -44,7 +44,14 @@ async fn extract_json_one_line_per_file_and_exit_1_when_one_fails() {
         cli(dir.path(), &env, &["extract", "--json", fixture().to_str().unwrap(), broken.to_str().unwrap()]).await;
     assert_eq!(out.status.code(), Some(1), "stderr: {}", String::from_utf8_lossy(&out.stderr));
     let lines = json_lines(&out);
-    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    let summary = &lines[2]["summary"];
+    assert_eq!(
+        (summary["files"].as_u64(), summary["ok"].as_u64(), summary["failed"].as_u64()),
+        (Some(2), Some(1), Some(1))
+    );
+    assert_eq!(summary["breaker"]["state"], "CLOSED");
+    assert_eq!(summary["breaker"]["bufferedCalls"], 1, "the broken photo never reached the breaker");
     assert_eq!(lines[0]["ok"], true);
     assert_eq!(lines[0]["file"], fixture().display().to_string());
     assert!(lines[0]["product"]["name"].as_str().is_some_and(|n| !n.is_empty()));
@@ -124,4 +131,54 @@ async fn usage_and_config_errors_exit_2() {
     let out = cli(dir.path(), &[], &["--help"]).await;
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("extract"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn breaker_prints_the_actuator_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = cli(dir.path(), &[], &["breaker", "--json"]).await;
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gemini = &v["circuitBreakers"]["gemini"];
+    assert_eq!(gemini["state"], "CLOSED");
+    assert_eq!(gemini["failureRate"], "-1.0%");
+    assert_eq!(gemini["failureRateThreshold"], "50.0%");
+    assert_eq!(gemini["notPermittedCalls"], 0);
+    let out = cli(dir.path(), &[], &["breaker"]).await;
+    assert!(String::from_utf8_lossy(&out.stdout).contains("circuit breaker gemini: CLOSED"));
+}
+
+/// Gemini keeps failing: retries, then the breaker opens and the remaining files are refused
+/// without a call, each line saying so.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_gemini_opens_the_breaker_for_the_rest_of_the_batch() {
+    let fake = FakeGemini::start(FakeOptions { default_behavior: Behavior::Unavailable, ..FakeOptions::default() })
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        "[circuit_breaker]\nminimum_number_of_calls = 4\nsliding_window_size = 4\n[retry]\nmax_attempts = 2\nwait_duration = \"10ms\"\n[bulkhead]\nmax_concurrent_calls = 1\n",
+    )
+    .unwrap();
+    let photos: Vec<PathBuf> = (0..4)
+        .map(|i| {
+            let p = dir.path().join(format!("p{i}.jpg"));
+            std::fs::copy(fixture(), &p).unwrap();
+            p
+        })
+        .collect();
+    let mut args = vec!["--config", config.to_str().unwrap(), "extract", "--json"];
+    args.extend(photos.iter().map(|p| p.to_str().unwrap()));
+    let env = [("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &fake.base_url() as &str)];
+    let out = cli(dir.path(), &env, &args).await;
+    assert_eq!(out.status.code(), Some(1));
+    let lines = json_lines(&out);
+    let kinds: Vec<&str> = lines[..4].iter().map(|l| l["error"]["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["gemini_unavailable", "gemini_unavailable", "circuit_open", "circuit_open"], "{lines:?}");
+    assert!(lines[2]["error"]["message"].as_str().unwrap().contains("paused until"), "{lines:?}");
+    assert_eq!(fake.generate_count(), 4, "two files, two attempts each, then no more calls");
+    assert_eq!(lines[4]["summary"]["breaker"]["state"], "OPEN");
+    assert_eq!(lines[4]["summary"]["breaker"]["notPermittedCalls"], 2);
 }

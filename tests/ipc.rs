@@ -68,7 +68,7 @@ fn settings_round_trip_and_errors_name_the_key() {
     let mut settings = invoke(&webview, "get_settings", json!({})).unwrap();
     settings["gemini"]["model"] = json!("gemini-2.5-flash");
     settings["gemini"]["read_timeout"] = json!("20s");
-    let input = json!({"gemini": settings["gemini"], "image": settings["image"], "api_key": {"action": "set", "key": "my-secret-key-7890"}});
+    let input = json!({"gemini": settings["gemini"], "image": settings["image"], "resilience": settings["resilience"], "api_key": {"action": "set", "key": "my-secret-key-7890"}});
     let saved = invoke(&webview, "save_settings", json!({ "input": input })).unwrap();
     assert_eq!(saved["gemini"]["model"], "gemini-2.5-flash");
     assert_eq!(saved["gemini"]["read_timeout"], "20s");
@@ -186,4 +186,45 @@ fn test_connection_against_the_fake() {
     let err = invoke(&webview, "test_connection", json!({})).unwrap_err();
     assert_eq!(err["code"], "gemini_auth");
     assert!(!err.to_string().contains("wrong-key"), "{err}");
+}
+
+#[test]
+fn breaker_snapshot_controls_and_a_resilience_change_resets_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_app, webview) = app(dir.path(), env_of(&[]));
+    let snap = invoke(&webview, "resilience_snapshot", json!({})).unwrap();
+    assert_eq!(snap["breaker"]["name"], "gemini");
+    assert_eq!(snap["breaker"]["state"], "closed");
+    assert_eq!(snap["bulkhead"]["max_concurrent_calls"], 10);
+    assert_eq!(snap["retry"]["max_attempts"], 3);
+
+    let snap = invoke(&webview, "breaker_control", json!({"action": "force_open"})).unwrap();
+    assert_eq!(snap["breaker"]["state"], "forced_open");
+    let err = invoke(&webview, "breaker_control", json!({"action": "explode"})).unwrap_err();
+    assert!(err.to_string().contains("explode"), "{err}");
+
+    // Saving Settings without touching the resilience sections keeps the breaker as it is...
+    let settings = invoke(&webview, "get_settings", json!({})).unwrap();
+    assert_eq!(settings["resilience"]["circuit_breaker"]["wait_duration_in_open_state"], "15s");
+    let mut input = json!({"gemini": settings["gemini"], "image": settings["image"], "resilience": settings["resilience"], "api_key": {"action": "keep"}});
+    invoke(&webview, "save_settings", json!({ "input": input.clone() })).unwrap();
+    assert_eq!(invoke(&webview, "resilience_snapshot", json!({})).unwrap()["breaker"]["state"], "forced_open");
+
+    // ...changing them builds a fresh one, as Resilience4j does when its config changes.
+    input["resilience"]["bulkhead"]["max_concurrent_calls"] = json!(4);
+    input["resilience"]["circuit_breaker"]["wait_duration_in_open_state"] = json!("30s");
+    let saved = invoke(&webview, "save_settings", json!({ "input": input.clone() })).unwrap();
+    assert_eq!(saved["resilience"]["circuit_breaker"]["wait_duration_in_open_state"], "30s");
+    let snap = invoke(&webview, "resilience_snapshot", json!({})).unwrap();
+    assert_eq!(snap["breaker"]["state"], "closed");
+    assert_eq!(snap["bulkhead"]["max_concurrent_calls"], 4);
+    let on_disk = std::fs::read_to_string(dir.path().join("config.toml")).unwrap();
+    assert!(
+        on_disk.contains("[circuit_breaker]") && on_disk.contains("wait_duration_in_open_state = \"30s\""),
+        "{on_disk}"
+    );
+
+    input["resilience"]["circuit_breaker"]["failure_rate_threshold"] = json!(150.0);
+    let err = invoke(&webview, "save_settings", json!({ "input": input })).unwrap_err();
+    assert!(err["message"].as_str().unwrap().contains("circuit_breaker.failure_rate_threshold"), "{err}");
 }

@@ -7,8 +7,9 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use futures_util::StreamExt;
 use pe_core::catalog::ProductSummary;
-use pe_core::pipeline::Extraction;
+use pe_core::pipeline::{Extraction, Pipeline};
 use pe_core::ErrorReport;
 use serde_json::json;
 
@@ -51,6 +52,12 @@ pub enum Command {
     /// The saved catalog.
     #[command(subcommand)]
     Products(ProductsCommand),
+    /// The Gemini circuit breaker's state and metrics, in Spring Boot actuator's shape.
+    Breaker {
+        /// JSON (`{"circuitBreakers":{"gemini":{…}}}`) instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -99,6 +106,7 @@ pub fn run(global: &Global, command: Command) -> i32 {
         match command {
             Command::Extract(args) => extract(&state, args).await,
             Command::Products(ProductsCommand::List { json }) => list_products(&state, json).await,
+            Command::Breaker { json } => breaker(&state, json),
         }
     })
 }
@@ -120,33 +128,90 @@ async fn extract(state: &AppState, args: ExtractArgs) -> i32 {
         Ok(files) => files,
         Err(e) => return usage_error(&format!("cannot list the files: {e}")),
     };
-    let mut failed = 0usize;
-    let mut stdout = std::io::stdout().lock();
-    for file in &files {
-        let outcome = match pipeline.extract(file, |_| {}).await {
-            Ok(extraction) if args.save => {
-                match pipeline.save(extraction.photo_id, Some(extraction.attempt_id), extraction.product.clone()).await
-                {
-                    Ok(record) => Ok((extraction, Some(record.id))),
-                    Err(e) => Err(ErrorReport::from(e)),
-                }
+    // As many files at once as the bulkhead has slots; lines come out in the files' order.
+    let concurrency = pipeline.stack().config().bulkhead.max_concurrent_calls.max(1) as usize;
+    let save = args.save;
+    let mut outcomes = futures_util::stream::iter(files)
+        .map(|file| {
+            let pipeline = pipeline.clone();
+            async move {
+                let outcome = extract_one(&pipeline, &file, save).await;
+                (file, outcome)
             }
-            Ok(extraction) => Ok((extraction, None)),
-            Err(e) => Err(ErrorReport::from(e)),
-        };
-        if outcome.is_err() {
+        })
+        .buffered(concurrency);
+    let (mut ok, mut failed) = (0usize, 0usize);
+    let mut stdout = std::io::stdout().lock();
+    while let Some((file, outcome)) = outcomes.next().await {
+        if outcome.is_ok() {
+            ok += 1;
+        } else {
             failed += 1;
         }
-        let line = if args.json { json_line(file, &outcome) } else { text_line(file, &outcome) };
+        let line = if args.json { json_line(&file, &outcome) } else { text_line(&file, &outcome) };
         if writeln!(stdout, "{line}").and_then(|()| stdout.flush()).is_err() {
             return EXIT_FAILED;
         }
+    }
+    let breaker = pipeline.stack().breaker().actuator_json();
+    let summary = if args.json {
+        json!({"summary": {"files": ok + failed, "ok": ok, "failed": failed, "breaker": breaker}}).to_string()
+    } else {
+        format!("{ok} ok, {failed} failed; Gemini circuit breaker {}", breaker["state"].as_str().unwrap_or("?"))
+    };
+    if writeln!(stdout, "{summary}").is_err() {
+        return EXIT_FAILED;
     }
     if failed == 0 {
         EXIT_OK
     } else {
         EXIT_FAILED
     }
+}
+
+async fn extract_one(pipeline: &Pipeline, file: &std::path::Path, save: bool) -> Outcome {
+    match pipeline.extract(file, |_| {}).await {
+        Ok(extraction) if save => {
+            match pipeline.save(extraction.photo_id, Some(extraction.attempt_id), extraction.product.clone()).await {
+                Ok(record) => Ok((extraction, Some(record.id))),
+                Err(e) => Err(ErrorReport::from(e)),
+            }
+        }
+        Ok(extraction) => Ok((extraction, None)),
+        Err(e) => Err(ErrorReport::from(e)),
+    }
+}
+
+fn breaker(state: &AppState, json: bool) -> i32 {
+    let stack = state.stack();
+    let breaker = stack.breaker();
+    let actuator = breaker.actuator_json();
+    if json {
+        println!("{}", json!({"circuitBreakers": {breaker.name(): actuator}}));
+    } else {
+        let snap = stack.snapshot();
+        println!("circuit breaker {}: {}", breaker.name(), actuator["state"].as_str().unwrap_or("?"));
+        for key in [
+            "failureRate",
+            "slowCallRate",
+            "bufferedCalls",
+            "failedCalls",
+            "slowCalls",
+            "slowFailedCalls",
+            "notPermittedCalls",
+        ] {
+            let value = match &actuator[key] {
+                serde_json::Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            println!("  {key:<18} {value}");
+        }
+        println!(
+            "  bulkhead           {} of {} slots free; retry max_attempts {}",
+            snap.bulkhead.available_concurrent_calls, snap.bulkhead.max_concurrent_calls, snap.retry.max_attempts
+        );
+    }
+    EXIT_OK
 }
 
 type Outcome = Result<(Extraction, Option<i64>), ErrorReport>;

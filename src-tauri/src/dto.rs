@@ -5,6 +5,7 @@ use pe_core::config::{ApiKey, Config, ImageConfig};
 use pe_core::gemini::Usage;
 use pe_core::pipeline::{Extraction, PreparedSummary};
 use pe_core::product::{FieldFlag, Product};
+use pe_core::resilience::ResilienceConfig;
 use pe_core::ErrorReport;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
@@ -67,6 +68,8 @@ pub struct GeminiSettings {
 pub struct Settings {
     pub gemini: GeminiSettings,
     pub image: ImageConfig,
+    /// The resilience stack's sections; durations are humantime text.
+    pub resilience: ResilienceConfig,
     pub api_key: KeyStatus,
     pub config_path: String,
 }
@@ -86,6 +89,7 @@ pub enum ApiKeyChange {
 pub struct SettingsInput {
     pub gemini: GeminiSettings,
     pub image: ImageConfig,
+    pub resilience: ResilienceConfig,
     pub api_key: ApiKeyChange,
 }
 

@@ -45,6 +45,7 @@ fn settings_of(state: &AppState) -> Settings {
     Settings {
         gemini: GeminiSettings::of(&file),
         image: file.image.clone(),
+        resilience: file.resilience(),
         api_key: state.key_status(),
         config_path: state.paths().config_file.display().to_string(),
     }
@@ -59,6 +60,12 @@ pub fn apply_input(mut config: Config, input: SettingsInput) -> Result<Config, E
     config.gemini.connect_timeout = duration("gemini.connect_timeout", &g.connect_timeout)?;
     config.gemini.read_timeout = duration("gemini.read_timeout", &g.read_timeout)?;
     config.image = input.image;
+    let r = input.resilience;
+    config.circuit_breaker = r.circuit_breaker;
+    config.bulkhead = r.bulkhead;
+    config.time_limiter = r.time_limiter;
+    config.retry = r.retry;
+    config.rate_limiter = r.rate_limiter;
     match input.api_key {
         ApiKeyChange::Keep => {}
         ApiKeyChange::Clear => config.gemini.api_key = None,

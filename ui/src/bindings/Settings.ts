@@ -2,5 +2,10 @@
 import type { GeminiSettings } from "./GeminiSettings";
 import type { ImageConfig } from "./ImageConfig";
 import type { KeyStatus } from "./KeyStatus";
+import type { ResilienceConfig } from "./ResilienceConfig";
 
-export type Settings = { gemini: GeminiSettings, image: ImageConfig, api_key: KeyStatus, config_path: string, };
+export type Settings = { gemini: GeminiSettings, image: ImageConfig, 
+/**
+ * The resilience stack's sections; durations are humantime text.
+ */
+resilience: ResilienceConfig, api_key: KeyStatus, config_path: string, };

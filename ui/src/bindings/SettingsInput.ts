@@ -2,5 +2,6 @@
 import type { ApiKeyChange } from "./ApiKeyChange";
 import type { GeminiSettings } from "./GeminiSettings";
 import type { ImageConfig } from "./ImageConfig";
+import type { ResilienceConfig } from "./ResilienceConfig";
 
-export type SettingsInput = { gemini: GeminiSettings, image: ImageConfig, api_key: ApiKeyChange, };
+export type SettingsInput = { gemini: GeminiSettings, image: ImageConfig, resilience: ResilienceConfig, api_key: ApiKeyChange, };

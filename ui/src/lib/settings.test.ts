@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Settings } from "../bindings/Settings";
-import { fieldForConfigError, formToSettingsInput, settingsToForm } from "./settings";
+import { fieldForConfigError, formToSettingsInput, isResilienceField, settingsToForm } from "./settings";
 
 const settings: Settings = {
   gemini: {
@@ -11,6 +11,24 @@ const settings: Settings = {
     read_timeout: "45s",
   },
   image: { max_long_edge: 1536, jpeg_quality: 85, max_file_bytes: 20_000_000, max_pixels: 50_000_000 },
+  resilience: {
+    circuit_breaker: {
+      sliding_window_type: "count_based",
+      sliding_window_size: 20,
+      minimum_number_of_calls: 10,
+      failure_rate_threshold: 50,
+      slow_call_rate_threshold: 100,
+      slow_call_duration_threshold: "1m",
+      wait_duration_in_open_state: "15s",
+      permitted_number_of_calls_in_half_open_state: 5,
+      automatic_transition_from_open_to_half_open_enabled: false,
+      max_wait_duration_in_half_open_state: "0s",
+    },
+    bulkhead: { max_concurrent_calls: 10, max_wait_duration: "0s" },
+    time_limiter: { timeout_duration: "30s" },
+    retry: { max_attempts: 3, wait_duration: "500ms", max_wait: "1m" },
+    rate_limiter: { enabled: false, limit_for_period: 10, limit_refresh_period: "1m" },
+  },
   api_key: { configured: true, hint: "••••x9Q2", source: "config_file" },
   config_path: "/home/ann/.config/product-extractor/config.toml",
 };
@@ -22,7 +40,93 @@ describe("settings form", () => {
     expect(form.maxMegapixels).toBe("50");
     const { input, errors } = formToSettingsInput(form);
     expect(errors).toEqual({});
-    expect(input).toEqual({ gemini: settings.gemini, image: settings.image, api_key: { action: "keep" } });
+    expect(input).toEqual({
+      gemini: settings.gemini,
+      image: settings.image,
+      resilience: settings.resilience,
+      api_key: { action: "keep" },
+    });
+  });
+
+  it("edits every resilience setting", () => {
+    const form = {
+      ...settingsToForm(settings),
+      breakerWindowType: "time_based" as const,
+      breakerWindowSize: " 60 ",
+      breakerMinimumCalls: "4",
+      breakerFailureRate: "33,5",
+      breakerSlowCallRate: "80",
+      breakerSlowCallDuration: " 20s ",
+      breakerWaitInOpen: "1m 30s",
+      breakerHalfOpenCalls: "2",
+      breakerAutoHalfOpen: true,
+      breakerMaxWaitInHalfOpen: "45s",
+      bulkheadMaxConcurrent: "3",
+      bulkheadMaxWait: "250ms",
+      timeLimiterTimeout: "1.5m",
+      retryMaxAttempts: "1",
+      retryWaitDuration: "1s",
+      retryMaxWait: "0",
+      rateLimiterEnabled: true,
+      rateLimiterLimit: "12",
+      rateLimiterRefreshPeriod: "1h",
+    };
+    const { input, errors } = formToSettingsInput(form);
+    expect(errors).toEqual({});
+    expect(input.resilience).toEqual({
+      circuit_breaker: {
+        sliding_window_type: "time_based",
+        sliding_window_size: 60,
+        minimum_number_of_calls: 4,
+        failure_rate_threshold: 33.5,
+        slow_call_rate_threshold: 80,
+        slow_call_duration_threshold: "20s",
+        wait_duration_in_open_state: "1m 30s",
+        permitted_number_of_calls_in_half_open_state: 2,
+        automatic_transition_from_open_to_half_open_enabled: true,
+        max_wait_duration_in_half_open_state: "45s",
+      },
+      bulkhead: { max_concurrent_calls: 3, max_wait_duration: "250ms" },
+      time_limiter: { timeout_duration: "1.5m" },
+      retry: { max_attempts: 1, wait_duration: "1s", max_wait: "0" },
+      rate_limiter: { enabled: true, limit_for_period: 12, limit_refresh_period: "1h" },
+    });
+  });
+
+  it("reports bad resilience values per field", () => {
+    const form = {
+      ...settingsToForm(settings),
+      breakerWindowSize: "0",
+      breakerMinimumCalls: "2.5",
+      breakerFailureRate: "0",
+      breakerSlowCallRate: "100.5",
+      breakerWaitInOpen: "soon",
+      breakerHalfOpenCalls: "",
+      bulkheadMaxWait: " ",
+      timeLimiterTimeout: "30",
+      retryMaxAttempts: "abc",
+      rateLimiterLimit: "5000000000",
+    };
+    const { errors } = formToSettingsInput(form);
+    expect(Object.keys(errors).sort()).toEqual(
+      [
+        "breakerWindowSize",
+        "breakerMinimumCalls",
+        "breakerFailureRate",
+        "breakerSlowCallRate",
+        "breakerWaitInOpen",
+        "breakerHalfOpenCalls",
+        "bulkheadMaxWait",
+        "timeLimiterTimeout",
+        "retryMaxAttempts",
+        "rateLimiterLimit",
+      ].sort(),
+    );
+    expect(errors.breakerFailureRate).toBe("Failure rate threshold must be a percentage above 0 and at most 100");
+    expect(errors.bulkheadMaxWait).toBe("Max wait is required");
+    expect(errors.timeLimiterTimeout).toBe("Timeout duration must be a duration like 15s, 1m 30s or 500ms");
+    expect(Object.keys(errors).every(isResilienceField)).toBe(true);
+    expect(isResilienceField("jpegQuality")).toBe(false);
   });
 
   it("sets or clears the key", () => {
@@ -42,5 +146,34 @@ describe("settings form", () => {
     expect(fieldForConfigError("invalid value for `timeout`: expected 30s")).toBe("timeout");
     expect(fieldForConfigError("image.max_pixels must be more than 0")).toBe("maxMegapixels");
     expect(fieldForConfigError("something else")).toBeNull();
+  });
+
+  it("finds the resilience field a config error names", () => {
+    const cases: [string, string][] = [
+      ["invalid setting circuit_breaker.failure_rate_threshold: must be a percentage", "breakerFailureRate"],
+      ["invalid setting circuit_breaker.slow_call_rate_threshold: must be a percentage", "breakerSlowCallRate"],
+      ["invalid setting circuit_breaker.sliding_window_size: must be at least 1", "breakerWindowSize"],
+      ["invalid setting circuit_breaker.minimum_number_of_calls: must be at least 1", "breakerMinimumCalls"],
+      ["invalid setting circuit_breaker.wait_duration_in_open_state: must be at least 1ms", "breakerWaitInOpen"],
+      ["invalid setting circuit_breaker.slow_call_duration_threshold: must be longer than zero", "breakerSlowCallDuration"],
+      ["invalid setting circuit_breaker.permitted_number_of_calls_in_half_open_state: x", "breakerHalfOpenCalls"],
+      ["invalid setting circuit_breaker.max_wait_duration_in_half_open_state: x", "breakerMaxWaitInHalfOpen"],
+      ["invalid setting bulkhead.max_concurrent_calls: must be at least 1", "bulkheadMaxConcurrent"],
+      ["invalid setting bulkhead.max_wait_duration: x", "bulkheadMaxWait"],
+      ["invalid setting time_limiter.timeout_duration: must be longer than zero", "timeLimiterTimeout"],
+      ["invalid setting retry.max_attempts: must be at least 1 (the first call counts)", "retryMaxAttempts"],
+      ["invalid setting retry.wait_duration: x", "retryWaitDuration"],
+      ["invalid setting retry.max_wait: x", "retryMaxWait"],
+      ["invalid setting rate_limiter.limit_for_period: must be at least 1", "rateLimiterLimit"],
+      ["invalid setting rate_limiter.limit_refresh_period: must be longer than zero", "rateLimiterRefreshPeriod"],
+      // The breaker alone names its keys without the section.
+      ["failure_rate_threshold: must be a percentage greater than 0 and at most 100", "breakerFailureRate"],
+    ];
+    for (const [message, field] of cases) expect(fieldForConfigError(message), message).toBe(field);
+    // Longer keys that contain shorter ones do not fall back to the Gemini or other fields.
+    expect(fieldForConfigError("invalid setting time_limiter.timeout_duration: x")).not.toBe("timeout");
+    // Keys other sections share a word with match only with their section.
+    expect(fieldForConfigError("the rate limiter is enabled")).toBeNull();
+    expect(fieldForConfigError("invalid setting gemini.timeout: must be longer than zero")).toBe("timeout");
   });
 });

@@ -2,6 +2,7 @@
 import type { ApiKeyChange } from "../bindings/ApiKeyChange";
 import type { Settings } from "../bindings/Settings";
 import type { SettingsInput } from "../bindings/SettingsInput";
+import type { SlidingWindowType } from "../bindings/SlidingWindowType";
 import { parseDecimal } from "./form";
 
 export interface SettingsForm {
@@ -15,6 +16,26 @@ export interface SettingsForm {
   jpegQuality: string;
   maxFileMb: string;
   maxMegapixels: string;
+  // Resilience: numbers stay text until Save parses them, like the image fields.
+  breakerWindowType: SlidingWindowType;
+  breakerWindowSize: string;
+  breakerMinimumCalls: string;
+  breakerFailureRate: string;
+  breakerSlowCallRate: string;
+  breakerSlowCallDuration: string;
+  breakerWaitInOpen: string;
+  breakerHalfOpenCalls: string;
+  breakerAutoHalfOpen: boolean;
+  breakerMaxWaitInHalfOpen: string;
+  bulkheadMaxConcurrent: string;
+  bulkheadMaxWait: string;
+  timeLimiterTimeout: string;
+  retryMaxAttempts: string;
+  retryWaitDuration: string;
+  retryMaxWait: string;
+  rateLimiterEnabled: boolean;
+  rateLimiterLimit: string;
+  rateLimiterRefreshPeriod: string;
 }
 
 export type SettingsField = Exclude<keyof SettingsForm, "apiKey"> | "apiKey";
@@ -24,6 +45,8 @@ function trimNumber(n: number): string {
 }
 
 export function settingsToForm(s: Settings): SettingsForm {
+  const r = s.resilience;
+  const cb = r.circuit_breaker;
   return {
     apiKey: "",
     baseUrl: s.gemini.base_url,
@@ -35,6 +58,25 @@ export function settingsToForm(s: Settings): SettingsForm {
     jpegQuality: String(s.image.jpeg_quality),
     maxFileMb: trimNumber(s.image.max_file_bytes / 1_000_000),
     maxMegapixels: trimNumber(s.image.max_pixels / 1_000_000),
+    breakerWindowType: cb.sliding_window_type,
+    breakerWindowSize: String(cb.sliding_window_size),
+    breakerMinimumCalls: String(cb.minimum_number_of_calls),
+    breakerFailureRate: String(cb.failure_rate_threshold),
+    breakerSlowCallRate: String(cb.slow_call_rate_threshold),
+    breakerSlowCallDuration: cb.slow_call_duration_threshold,
+    breakerWaitInOpen: cb.wait_duration_in_open_state,
+    breakerHalfOpenCalls: String(cb.permitted_number_of_calls_in_half_open_state),
+    breakerAutoHalfOpen: cb.automatic_transition_from_open_to_half_open_enabled,
+    breakerMaxWaitInHalfOpen: cb.max_wait_duration_in_half_open_state,
+    bulkheadMaxConcurrent: String(r.bulkhead.max_concurrent_calls),
+    bulkheadMaxWait: r.bulkhead.max_wait_duration,
+    timeLimiterTimeout: r.time_limiter.timeout_duration,
+    retryMaxAttempts: String(r.retry.max_attempts),
+    retryWaitDuration: r.retry.wait_duration,
+    retryMaxWait: r.retry.max_wait,
+    rateLimiterEnabled: r.rate_limiter.enabled,
+    rateLimiterLimit: String(r.rate_limiter.limit_for_period),
+    rateLimiterRefreshPeriod: r.rate_limiter.limit_refresh_period,
   };
 }
 
@@ -56,6 +98,41 @@ function positive(text: string, errors: FormErrors, field: SettingsField, what: 
     return 0;
   }
   return n;
+}
+
+/** The backend's counts are u32; 0 is refused for every one the form edits. */
+const U32_MAX = 4_294_967_295;
+
+function count(text: string, errors: FormErrors, field: SettingsField, what: string): number {
+  const n = parseDecimal(text);
+  if (n === null || Number.isNaN(n) || !Number.isInteger(n) || n < 1 || n > U32_MAX) {
+    errors[field] = `${what} must be a whole number of 1 or more`;
+    return 0;
+  }
+  return n;
+}
+
+function percent(text: string, errors: FormErrors, field: SettingsField, what: string): number {
+  const n = parseDecimal(text);
+  if (n === null || Number.isNaN(n) || n <= 0 || n > 100) {
+    errors[field] = `${what} must be a percentage above 0 and at most 100`;
+    return 0;
+  }
+  return n;
+}
+
+/**
+ * Only the shape of a humantime duration ("15s", "1m 30s", "500ms", "1.5s", "0"); the backend
+ * checks the units. A resilience duration it cannot parse is refused before the command runs, with
+ * a message that names no setting — so text that cannot be a duration is caught here.
+ */
+const DURATION_SHAPE = /^(?:0|(?:\d[\d\s]*(?:\.[\d\s]*)?[a-zµ]+\s*)+)$/i;
+
+function duration(text: string, errors: FormErrors, field: SettingsField, what: string): string {
+  const t = text.trim();
+  if (t === "") errors[field] = `${what} is required`;
+  else if (!DURATION_SHAPE.test(t)) errors[field] = `${what} must be a duration like 15s, 1m 30s or 500ms`;
+  return t;
 }
 
 /** Builds the save_settings input, or the per-field problems found before sending it. */
@@ -84,14 +161,98 @@ export function formToSettingsInput(
       max_file_bytes: Math.round(positive(form.maxFileMb, errors, "maxFileMb", "Max file size") * 1_000_000),
       max_pixels: Math.round(positive(form.maxMegapixels, errors, "maxMegapixels", "Max megapixels") * 1_000_000),
     },
+    resilience: {
+      circuit_breaker: {
+        sliding_window_type: form.breakerWindowType,
+        sliding_window_size: count(form.breakerWindowSize, errors, "breakerWindowSize", "Sliding window size"),
+        minimum_number_of_calls: count(form.breakerMinimumCalls, errors, "breakerMinimumCalls", "Minimum number of calls"),
+        failure_rate_threshold: percent(form.breakerFailureRate, errors, "breakerFailureRate", "Failure rate threshold"),
+        slow_call_rate_threshold: percent(form.breakerSlowCallRate, errors, "breakerSlowCallRate", "Slow call rate threshold"),
+        slow_call_duration_threshold: duration(
+          form.breakerSlowCallDuration,
+          errors,
+          "breakerSlowCallDuration",
+          "Slow call duration threshold",
+        ),
+        wait_duration_in_open_state: duration(form.breakerWaitInOpen, errors, "breakerWaitInOpen", "Wait in open state"),
+        permitted_number_of_calls_in_half_open_state: count(
+          form.breakerHalfOpenCalls,
+          errors,
+          "breakerHalfOpenCalls",
+          "Calls in half-open state",
+        ),
+        automatic_transition_from_open_to_half_open_enabled: form.breakerAutoHalfOpen,
+        max_wait_duration_in_half_open_state: duration(
+          form.breakerMaxWaitInHalfOpen,
+          errors,
+          "breakerMaxWaitInHalfOpen",
+          "Max wait in half-open state",
+        ),
+      },
+      bulkhead: {
+        max_concurrent_calls: count(form.bulkheadMaxConcurrent, errors, "bulkheadMaxConcurrent", "Max concurrent calls"),
+        max_wait_duration: duration(form.bulkheadMaxWait, errors, "bulkheadMaxWait", "Max wait"),
+      },
+      time_limiter: {
+        timeout_duration: duration(form.timeLimiterTimeout, errors, "timeLimiterTimeout", "Timeout duration"),
+      },
+      retry: {
+        max_attempts: count(form.retryMaxAttempts, errors, "retryMaxAttempts", "Max attempts"),
+        wait_duration: duration(form.retryWaitDuration, errors, "retryWaitDuration", "Wait duration"),
+        max_wait: duration(form.retryMaxWait, errors, "retryMaxWait", "Max wait"),
+      },
+      rate_limiter: {
+        enabled: form.rateLimiterEnabled,
+        limit_for_period: count(form.rateLimiterLimit, errors, "rateLimiterLimit", "Limit for period"),
+        limit_refresh_period: duration(form.rateLimiterRefreshPeriod, errors, "rateLimiterRefreshPeriod", "Refresh period"),
+      },
+    },
     api_key,
   };
   return { input, errors };
 }
 
-/** Config keys as the backend names them in its messages, longest first so "read_timeout" wins over "timeout". */
+/** The resilience fields with the config key each edits, section included. */
+const RESILIENCE_KEYS: [string, SettingsField][] = [
+  ["circuit_breaker.sliding_window_type", "breakerWindowType"],
+  ["circuit_breaker.sliding_window_size", "breakerWindowSize"],
+  ["circuit_breaker.minimum_number_of_calls", "breakerMinimumCalls"],
+  ["circuit_breaker.failure_rate_threshold", "breakerFailureRate"],
+  ["circuit_breaker.slow_call_rate_threshold", "breakerSlowCallRate"],
+  ["circuit_breaker.slow_call_duration_threshold", "breakerSlowCallDuration"],
+  ["circuit_breaker.wait_duration_in_open_state", "breakerWaitInOpen"],
+  ["circuit_breaker.permitted_number_of_calls_in_half_open_state", "breakerHalfOpenCalls"],
+  ["circuit_breaker.automatic_transition_from_open_to_half_open_enabled", "breakerAutoHalfOpen"],
+  ["circuit_breaker.max_wait_duration_in_half_open_state", "breakerMaxWaitInHalfOpen"],
+  ["bulkhead.max_concurrent_calls", "bulkheadMaxConcurrent"],
+  ["bulkhead.max_wait_duration", "bulkheadMaxWait"],
+  ["time_limiter.timeout_duration", "timeLimiterTimeout"],
+  ["retry.max_attempts", "retryMaxAttempts"],
+  ["retry.wait_duration", "retryWaitDuration"],
+  ["retry.max_wait", "retryMaxWait"],
+  ["rate_limiter.enabled", "rateLimiterEnabled"],
+  ["rate_limiter.limit_for_period", "rateLimiterLimit"],
+  ["rate_limiter.limit_refresh_period", "rateLimiterRefreshPeriod"],
+];
+
+const RESILIENCE_FIELDS: ReadonlySet<SettingsField> = new Set(RESILIENCE_KEYS.map(([, field]) => field));
+
+/** Whether a field lives in the (collapsible) Resilience section. */
+export function isResilienceField(field: string): boolean {
+  return RESILIENCE_FIELDS.has(field as SettingsField);
+}
+
+/**
+ * Config keys as the backend names them in its messages, longest first so "read_timeout" wins over
+ * "timeout" and "retry.max_wait" over "max_wait". The breaker's keys are unique, so they also match
+ * without their section; the other sections' keys ("enabled", "wait_duration") only with it.
+ */
 const CONFIG_KEYS: [string, SettingsField][] = (
   [
+    ...RESILIENCE_KEYS,
+    ...RESILIENCE_KEYS.filter(([key]) => key.startsWith("circuit_breaker.")).map(
+      ([key, field]): [string, SettingsField] => [key.slice("circuit_breaker.".length), field],
+    ),
     ["connect_timeout", "connectTimeout"],
     ["read_timeout", "readTimeout"],
     ["timeout", "timeout"],
@@ -108,7 +269,7 @@ const CONFIG_KEYS: [string, SettingsField][] = (
 /** Which form field a save_settings "config" error is about, from the key its message names. */
 export function fieldForConfigError(message: string): SettingsField | null {
   for (const [key, field] of CONFIG_KEYS) {
-    const re = new RegExp(`(^|[^a-z_])${key}($|[^a-z_])`, "i");
+    const re = new RegExp(`(^|[^a-z_])${key.replace(/\./g, "\\.")}($|[^a-z_])`, "i");
     if (re.test(message)) return field;
   }
   return null;

@@ -33,12 +33,14 @@ use super::{BreakerEvent, BreakerSnapshot, CircuitBreaker, CircuitBreakerConfig,
 use crate::config::ConfigError;
 
 /// `[bulkhead]`: how many Gemini calls run at once.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 #[serde(deny_unknown_fields, default)]
+#[ts(export)]
 pub struct BulkheadConfig {
     pub max_concurrent_calls: u32,
     /// How long a call may wait for a free slot; 0 rejects at once with `bulkhead_full`.
     #[serde(with = "humantime_serde")]
+    #[ts(type = "string")]
     pub max_wait_duration: Duration,
 }
 
@@ -49,10 +51,12 @@ impl Default for BulkheadConfig {
 }
 
 /// `[time_limiter]`: the longest one attempt may take.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 #[serde(deny_unknown_fields, default)]
+#[ts(export)]
 pub struct TimeLimiterConfig {
     #[serde(with = "humantime_serde")]
+    #[ts(type = "string")]
     pub timeout_duration: Duration,
 }
 
@@ -63,15 +67,18 @@ impl Default for TimeLimiterConfig {
 }
 
 /// `[retry]`: attempts (the first call included) and the backoff between them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 #[serde(deny_unknown_fields, default)]
+#[ts(export)]
 pub struct RetryConfig {
     pub max_attempts: u32,
     /// The first backoff; it doubles (with jitter) for each further retry.
     #[serde(with = "humantime_serde")]
+    #[ts(type = "string")]
     pub wait_duration: Duration,
     /// The longest wait between two attempts; a server asking for longer fails the call at once.
     #[serde(with = "humantime_serde")]
+    #[ts(type = "string")]
     pub max_wait: Duration,
 }
 
@@ -82,12 +89,14 @@ impl Default for RetryConfig {
 }
 
 /// `[rate_limiter]`: at most `limit_for_period` calls per `limit_refresh_period`, when enabled.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 #[serde(deny_unknown_fields, default)]
+#[ts(export)]
 pub struct RateLimiterConfig {
     pub enabled: bool,
     pub limit_for_period: u32,
     #[serde(with = "humantime_serde")]
+    #[ts(type = "string")]
     pub limit_refresh_period: Duration,
 }
 
@@ -98,7 +107,8 @@ impl Default for RateLimiterConfig {
 }
 
 /// Every layer's settings; each is a top-level section of the config file.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, TS)]
+#[ts(export)]
 pub struct ResilienceConfig {
     pub circuit_breaker: CircuitBreakerConfig,
     pub bulkhead: BulkheadConfig,
