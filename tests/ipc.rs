@@ -225,6 +225,12 @@ fn breaker_snapshot_controls_and_a_resilience_change_resets_it() {
     );
 
     input["resilience"]["circuit_breaker"]["failure_rate_threshold"] = json!(150.0);
-    let err = invoke(&webview, "save_settings", json!({ "input": input })).unwrap_err();
+    let err = invoke(&webview, "save_settings", json!({ "input": input.clone() })).unwrap_err();
     assert!(err["message"].as_str().unwrap().contains("circuit_breaker.failure_rate_threshold"), "{err}");
+
+    input["resilience"]["circuit_breaker"]["failure_rate_threshold"] = json!(50.0);
+    input["resilience"]["retry"]["wait_duration"] = json!("15 parsecs");
+    let err = invoke(&webview, "save_settings", json!({ "input": input })).unwrap_err();
+    assert_eq!(err["code"], "config");
+    assert!(err["message"].as_str().unwrap().contains("retry.wait_duration"), "{err}");
 }

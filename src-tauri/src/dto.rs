@@ -89,7 +89,10 @@ pub enum ApiKeyChange {
 pub struct SettingsInput {
     pub gemini: GeminiSettings,
     pub image: ImageConfig,
-    pub resilience: ResilienceConfig,
+    /// A `ResilienceConfig`, read in the command (not by IPC argument parsing) so that a bad
+    /// duration becomes a config error naming its key.
+    #[ts(type = "ResilienceConfig")]
+    pub resilience: serde_json::Value,
     pub api_key: ApiKeyChange,
 }
 

@@ -3,6 +3,7 @@
 use std::time::{Duration, Instant};
 
 use pe_core::config::{ApiKey, Config};
+use pe_core::resilience::ResilienceConfig;
 use pe_core::{ErrorCode, ErrorReport};
 use tauri::State;
 
@@ -60,7 +61,8 @@ pub fn apply_input(mut config: Config, input: SettingsInput) -> Result<Config, E
     config.gemini.connect_timeout = duration("gemini.connect_timeout", &g.connect_timeout)?;
     config.gemini.read_timeout = duration("gemini.read_timeout", &g.read_timeout)?;
     config.image = input.image;
-    let r = input.resilience;
+    let r: ResilienceConfig = serde_path_to_error::deserialize(input.resilience)
+        .map_err(|e| ErrorReport::new(ErrorCode::Config, format!("invalid setting {}: {}", e.path(), e.inner())))?;
     config.circuit_breaker = r.circuit_breaker;
     config.bulkhead = r.bulkhead;
     config.time_limiter = r.time_limiter;
