@@ -26,12 +26,22 @@ impl Drop for Driver {
 }
 
 fn start_driver(data_dir: &Path) -> Driver {
-    let child = Command::new("tauri-driver")
+    start_driver_with(data_dir, &[])
+}
+
+/// tauri-driver, whose app inherits `env` (e.g. a Gemini base URL and key).
+fn start_driver_with(data_dir: &Path, env: &[(&str, &str)]) -> Driver {
+    let mut command = Command::new("tauri-driver");
+    command
         .args(["--port", &DRIVER_PORT.to_string()])
         .args(["--native-driver", "/usr/bin/WebKitWebDriver"])
         .env("PRODUCT_EXTRACTOR_DATA_DIR", data_dir)
         .env_remove("GEMINI_API_KEY")
-        .env_remove("GEMINI_BASE_URL")
+        .env_remove("GEMINI_BASE_URL");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let child = command
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
@@ -236,4 +246,63 @@ async fn newcomer_demo_drop_review_save_list() {
     let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
     assert_eq!(rows[0]["name"], "E2E Reviewed Granola");
+}
+
+/// The breaker panel in the real window against a failing, then recovering, fake Gemini:
+/// CLOSED → OPEN (badge and panel) → probe due → HALF_OPEN while the probe runs → CLOSED.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a display, tauri-driver and WebKitWebDriver: make test-e2e"]
+async fn breaker_opens_then_probes_and_closes() {
+    use pe_core::fake_gemini::{Behavior, FakeGemini, FakeOptions};
+
+    let fake = FakeGemini::start(FakeOptions { default_behavior: Behavior::Unavailable, ..FakeOptions::default() })
+        .await
+        .unwrap();
+    let data_dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        data_dir.path().join("config.toml"),
+        "[circuit_breaker]\nsliding_window_size = 2\nminimum_number_of_calls = 2\n\
+         wait_duration_in_open_state = \"3s\"\npermitted_number_of_calls_in_half_open_state = 1\n\
+         [retry]\nmax_attempts = 1\n",
+    )
+    .unwrap();
+    let base_url = fake.base_url();
+    let _driver = start_driver_with(data_dir.path(), &[("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &base_url)]);
+    let c = connect().await;
+    let long = Duration::from_secs(30);
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/product.jpg");
+    let copy = |name: &str| {
+        let p = data_dir.path().join(name);
+        std::fs::copy(&fixture, &p).unwrap();
+        p
+    };
+
+    wait_for(&c, r#"#breaker-badge[data-state="closed"]"#, long).await;
+    wait_for(&c, "#nav-status", long).await.click().await.unwrap();
+    wait_text(&c, "#breaker-state", "CLOSED", long).await;
+
+    // Two failures with a window of two: OPEN, shown live without any click.
+    let (a, b) = (copy("a.jpg"), copy("b.jpg"));
+    drop_files(&c, &[&a, &b]).await;
+    wait_for(&c, r#"#breaker-badge[data-state="open"]"#, long).await;
+    // A drop shows the Extract view; the badge is one click from the panel.
+    wait_for(&c, "#breaker-badge", long).await.click().await.unwrap();
+    wait_text(&c, "#breaker-state", "OPEN", long).await;
+    wait_text(&c, "#breaker-events", "CLOSED → OPEN", long).await;
+    screenshot(&c, "breaker-1-open").await;
+
+    // Gemini recovers (slowly, so the probe can be seen); after the wait the next photo probes.
+    fake.set_default(Behavior::Slow(Duration::from_millis(2500)));
+    tokio::time::sleep(Duration::from_millis(3200)).await;
+    let probe = copy("probe.jpg");
+    drop_files(&c, &[&probe]).await;
+    wait_for(&c, r#"#breaker-badge[data-state="half_open"]"#, long).await;
+    wait_for(&c, "#breaker-badge", long).await.click().await.unwrap();
+    wait_text(&c, "#breaker-state", "HALF_OPEN", long).await;
+    screenshot(&c, "breaker-2-half-open").await;
+    wait_for(&c, r#"#breaker-badge[data-state="closed"]"#, long).await;
+    wait_text(&c, "#breaker-events", "HALF_OPEN → CLOSED", long).await;
+    screenshot(&c, "breaker-3-closed").await;
+    assert_eq!(fake.generate_count(), 3, "no request reached Gemini while the breaker was open");
+    c.close().await.unwrap();
 }
