@@ -279,43 +279,28 @@ impl Pipeline {
                     existing_product_id,
                 })
             }
-            Err(StackError::Call(error)) => {
-                let recorded = self
-                    .catalog
-                    .record_attempt(NewAttempt {
+            Err(rejection) => {
+                // Gemini's own errors and the time limiter's timeout are attempts for the audit
+                // trail; the stack's rejections (open breaker, full bulkhead, rate limit) never
+                // reached Gemini.
+                let raw_response = match &rejection {
+                    StackError::Call(e) => e.raw_response().map(str::to_owned),
+                    _ => None,
+                };
+                let audited = matches!(rejection, StackError::Call(_) | StackError::Timeout(_));
+                let error = ExtractError::from(rejection);
+                if audited {
+                    let attempt = NewAttempt {
                         photo_id,
                         model,
                         started_at,
                         latency_ms: elapsed_ms,
                         usage: None,
-                        raw_response: error.raw_response().map(str::to_owned),
+                        raw_response,
                         outcome: AttemptOutcome::Failed { code: error.code(), message: error.to_string() },
-                    })
-                    .await;
-                if let Err(audit) = recorded {
-                    tracing::warn!(error = %audit, "could not record the failed attempt");
-                }
-                Err(error.into())
-            }
-            // Rejected by the stack before (or cancelled during) a call: nothing to audit but
-            // the time limiter's timeout, which is recorded like Gemini's own.
-            Err(rejection) => {
-                let error = ExtractError::from(rejection);
-                if let ExtractError::TimedOut(_) = error {
-                    let recorded = self
-                        .catalog
-                        .record_attempt(NewAttempt {
-                            photo_id,
-                            model,
-                            started_at,
-                            latency_ms: elapsed_ms,
-                            usage: None,
-                            raw_response: None,
-                            outcome: AttemptOutcome::Failed { code: error.code(), message: error.to_string() },
-                        })
-                        .await;
-                    if let Err(audit) = recorded {
-                        tracing::warn!(error = %audit, "could not record the timed-out attempt");
+                    };
+                    if let Err(audit) = self.catalog.record_attempt(attempt).await {
+                        tracing::warn!(error = %audit, "could not record the failed attempt");
                     }
                 }
                 Err(error)
