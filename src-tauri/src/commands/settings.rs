@@ -3,7 +3,9 @@
 use std::time::{Duration, Instant};
 
 use pe_core::config::{ApiKey, Config};
-use pe_core::resilience::ResilienceConfig;
+use pe_core::gemini::GeminiError;
+use pe_core::pipeline::ExtractError;
+use pe_core::resilience::{ResilienceConfig, SlotPolicy};
 use pe_core::{ErrorCode, ErrorReport};
 use tauri::State;
 
@@ -31,7 +33,13 @@ pub async fn save_settings(state: State<'_, AppState>, input: SettingsInput) -> 
 pub async fn test_connection(state: State<'_, AppState>) -> Result<ConnectionCheck, ErrorReport> {
     let pipeline = state.pipeline();
     let started = Instant::now();
-    let models = pipeline.gemini().list_models().await?;
+    // A Gemini call like any other: through the shared stack, so an open breaker answers at once.
+    let gemini = pipeline.gemini();
+    let models = pipeline
+        .stack()
+        .call(SlotPolicy::Configured, GeminiError::verdict, || gemini.list_models())
+        .await
+        .map_err(ExtractError::from)?;
     let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     Ok(ConnectionCheck { models, latency_ms })
 }
