@@ -239,3 +239,37 @@ fn config_errors_name_the_key() {
     c.retry.max_attempts = 0;
     assert!(ResilienceStack::new("g", c).err().unwrap().to_string().contains("retry.max_attempts"));
 }
+
+/// Snapshots and change bumps are skipped while nobody watches; a watcher that arrives later still
+/// starts from the latest snapshot, and watchers see every change from then on.
+#[tokio::test(start_paused = true)]
+async fn watchers_see_the_latest_state_even_when_nobody_watched_before() {
+    let s = stack(config());
+    let (_, op) = scripted(vec![Fail::Auth, Fail::Auth]);
+    for _ in 0..2 {
+        let _ = s.call(SlotPolicy::Configured, verdict, &op).await;
+    }
+    let mut breaker = s.breaker().snapshot_watch();
+    assert_eq!(*breaker.borrow(), s.breaker().snapshot(), "refreshed on subscribing");
+    assert_eq!(breaker.borrow().failed_calls, 2);
+    let mut changes = s.changes();
+    assert!(!breaker.has_changed().unwrap() && !changes.has_changed().unwrap());
+
+    s.call(SlotPolicy::Configured, verdict, &op).await.unwrap();
+    assert!(breaker.has_changed().unwrap() && changes.has_changed().unwrap());
+    assert_eq!(*breaker.borrow_and_update(), s.breaker().snapshot());
+    assert_eq!(breaker.borrow().buffered_calls, 3);
+    changes.borrow_and_update();
+
+    // A second watcher does not wake the first, and both follow the next change.
+    let mut second = s.breaker().snapshot_watch();
+    assert!(!breaker.has_changed().unwrap());
+    s.breaker().transition_to_forced_open();
+    assert!(breaker.has_changed().unwrap() && second.has_changed().unwrap());
+    assert_eq!(second.borrow_and_update().state, BreakerState::ForcedOpen);
+
+    // With every watcher gone and back, the value is current again.
+    drop((breaker, second));
+    s.breaker().reset();
+    assert_eq!(s.breaker().snapshot_watch().borrow().state, BreakerState::Closed);
+}

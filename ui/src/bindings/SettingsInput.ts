@@ -2,6 +2,10 @@
 import type { ApiKeyChange } from "./ApiKeyChange";
 import type { GeminiSettings } from "./GeminiSettings";
 import type { ImageConfig } from "./ImageConfig";
-import type { ResilienceConfig } from "./ResilienceConfig";
 
-export type SettingsInput = { gemini: GeminiSettings, image: ImageConfig, resilience: ResilienceConfig, api_key: ApiKeyChange, };
+export type SettingsInput = { gemini: GeminiSettings, image: ImageConfig, 
+/**
+ * A `ResilienceConfig`, read in the command (not by IPC argument parsing) so that a bad
+ * duration becomes a config error naming its key.
+ */
+resilience: ResilienceConfig, api_key: ApiKeyChange, };

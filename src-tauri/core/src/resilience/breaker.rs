@@ -326,7 +326,17 @@ impl CircuitBreaker {
 
     /// The snapshot published after every change.
     pub fn snapshot_watch(&self) -> watch::Receiver<BreakerSnapshot> {
-        self.shared.snapshot.subscribe()
+        let s = &self.shared;
+        let now = s.clock.now();
+        // Snapshots are only built while someone watches (see `publish_snapshot`), so with nobody
+        // watching the value may be stale: refresh it first. Both happen under the machine lock,
+        // so no change can slip in between and every change after this one is published.
+        let mut m = s.lock();
+        if s.snapshot.receiver_count() == 0 {
+            let snapshot = s.build_snapshot(&mut m, now);
+            s.snapshot.send_replace(snapshot);
+        }
+        s.snapshot.subscribe()
     }
 
     /// Live events from now on.
@@ -697,12 +707,21 @@ impl Shared {
         if m.recent.len() == RECENT_EVENTS {
             m.recent.pop_front();
         }
-        m.recent.push_back(event.clone());
-        // An error only means nobody is subscribed right now.
-        let _ = self.events.send(event);
+        // Cloned only for live subscribers; an error only means the last one just left.
+        if self.events.receiver_count() > 0 {
+            let _ = self.events.send(event.clone());
+        }
+        m.recent.push_back(event);
     }
 
+    /// Publishes the snapshot to the watchers. With none, building it (and waking nobody) is skipped
+    /// on this hot path; [`CircuitBreaker::snapshot_watch`] refreshes the value before a new watcher
+    /// subscribes. Called with the machine locked, as `snapshot_watch` subscribes, so a new watcher
+    /// never misses a change.
     fn publish_snapshot(&self, m: &mut Machine, now: Instant) {
+        if self.snapshot.receiver_count() == 0 {
+            return;
+        }
         let snapshot = self.build_snapshot(m, now);
         self.snapshot.send_replace(snapshot);
     }

@@ -441,7 +441,8 @@ impl ResilienceStack {
             op().await.map_err(StackError::Call)
         })
         .await;
-        self.bump();
+        // The slot is free again; the change is announced by the retry's `notify` or, when no retry
+        // follows, at the end of `call`, with no `.await` in between (one wake-up, not two).
         let result = limited.unwrap_or(Err(StackError::Timeout(timeout)));
         let outcome = match &result {
             Ok(_) => Outcome::Success,
@@ -502,8 +503,13 @@ impl ResilienceStack {
         }
     }
 
+    /// Wakes the watchers of [`ResilienceStack::changes`]. With none there is nobody to wake, and a
+    /// new receiver starts with the current value marked as seen anyway, so the send is skipped.
     fn bump(&self) {
-        self.shared.changed.send_modify(|v| *v = v.wrapping_add(1));
+        let changed = &self.shared.changed;
+        if changed.receiver_count() > 0 {
+            changed.send_modify(|v| *v = v.wrapping_add(1));
+        }
     }
 }
 
