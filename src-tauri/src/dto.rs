@@ -91,7 +91,7 @@ pub struct SettingsInput {
     pub image: ImageConfig,
     /// A `ResilienceConfig`, read in the command (not by IPC argument parsing) so that a bad
     /// duration becomes a config error naming its key.
-    #[ts(type = "ResilienceConfig")]
+    #[ts(as = "ResilienceConfig")]
     pub resilience: serde_json::Value,
     pub api_key: ApiKeyChange,
 }

@@ -2,6 +2,7 @@
 import type { ApiKeyChange } from "./ApiKeyChange";
 import type { GeminiSettings } from "./GeminiSettings";
 import type { ImageConfig } from "./ImageConfig";
+import type { ResilienceConfig } from "./ResilienceConfig";
 
 export type SettingsInput = { gemini: GeminiSettings, image: ImageConfig, 
 /**
