@@ -85,6 +85,17 @@ async fn extract_save_then_products_list() {
     assert_eq!(rows[0]["id"], 1);
     let out = cli(dir.path(), &env, &["products", "list"]).await;
     assert!(String::from_utf8_lossy(&out.stdout).contains("#1"));
+
+    // Search finds it by a lower-case prefix of its name's first word, in the list's shape.
+    let name = rows[0]["name"].as_str().unwrap().to_string();
+    let word: String = name.split_whitespace().next().unwrap().to_lowercase().chars().take(3).collect();
+    let out = cli(dir.path(), &env, &["products", "search", &word, "--json"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let found: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(found, rows, "search {word:?}");
+    let out = cli(dir.path(), &env, &["products", "search", "zzzz-nothing\"("]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "No product matches.");
 }
 
 #[tokio::test(flavor = "multi_thread")]

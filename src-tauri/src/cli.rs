@@ -81,6 +81,16 @@ pub enum ProductsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Search the saved products by name, brand, category, description and attributes, best
+    /// match first. Every word must match the start of a word; case and accents are ignored.
+    Search {
+        /// The words to search for (several arguments are joined with spaces).
+        #[arg(required = true, value_name = "QUERY")]
+        query: Vec<String>,
+        /// A JSON array instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 impl Global {
@@ -105,7 +115,10 @@ pub fn run(global: &Global, command: Command) -> i32 {
     runtime.block_on(async move {
         match command {
             Command::Extract(args) => extract(&state, args).await,
-            Command::Products(ProductsCommand::List { json }) => list_products(&state, json).await,
+            Command::Products(ProductsCommand::List { json }) => list_products(&state, json, None).await,
+            Command::Products(ProductsCommand::Search { query, json }) => {
+                list_products(&state, json, Some(&query.join(" "))).await
+            }
             Command::Breaker { json } => breaker(&state, json),
         }
     })
@@ -275,11 +288,17 @@ fn summary_json(p: &ProductSummary) -> serde_json::Value {
     })
 }
 
-async fn list_products(state: &AppState, json: bool) -> i32 {
+/// `products list`, or with a query `products search`: the same output either way.
+async fn list_products(state: &AppState, json: bool, query: Option<&str>) -> i32 {
     const PAGE: u32 = 500;
     let mut all = Vec::new();
     loop {
-        match state.catalog().list_products(u32::try_from(all.len()).unwrap_or(u32::MAX), PAGE).await {
+        let offset = u32::try_from(all.len()).unwrap_or(u32::MAX);
+        let page = match query {
+            Some(query) => state.catalog().search_products(query, offset, PAGE).await,
+            None => state.catalog().list_products(offset, PAGE).await,
+        };
+        match page {
             Ok(page) => {
                 let done = page.len() < PAGE as usize;
                 all.extend(page);
@@ -297,7 +316,7 @@ async fn list_products(state: &AppState, json: bool) -> i32 {
         let rows: Vec<_> = all.iter().map(summary_json).collect();
         println!("{}", serde_json::Value::Array(rows));
     } else if all.is_empty() {
-        println!("The catalog is empty.");
+        println!("{}", if query.is_some() { "No product matches." } else { "The catalog is empty." });
     } else {
         for p in &all {
             let price = p.price.as_ref().map(|pr| format!("{:.2} {}", pr.amount, pr.currency)).unwrap_or_default();

@@ -89,7 +89,20 @@ async fn migrates_an_empty_file_with_wal_and_foreign_keys() {
         })
         .await
         .unwrap();
-    assert_eq!(tables, ["attempts", "photos", "products"]);
+    assert_eq!(
+        tables,
+        [
+            "attempts",
+            "photos",
+            "products",
+            "products_fts",
+            "products_fts_config",
+            "products_fts_content",
+            "products_fts_data",
+            "products_fts_docsize",
+            "products_fts_idx"
+        ]
+    );
     assert_eq!(pragma::<String>(&catalog, "integrity_check").await, "ok");
     assert_eq!(catalog.count_products().await.unwrap(), 0);
 }

@@ -21,8 +21,10 @@ pub struct Migration {
 }
 
 /// Every migration, in order.
-pub const MIGRATIONS: &[Migration] =
-    &[Migration { version: 1, name: "0001_init", sql: include_str!("migrations/0001_init.sql") }];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration { version: 1, name: "0001_init", sql: include_str!("migrations/0001_init.sql") },
+    Migration { version: 2, name: "0002_search", sql: include_str!("migrations/0002_search.sql") },
+];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS[MIGRATIONS.len() - 1].version;

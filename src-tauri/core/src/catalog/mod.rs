@@ -8,6 +8,10 @@
 //! - [`migrations`] applies the versioned schema (`migrations/NNNN_*.sql`, `PRAGMA user_version`).
 //! - [`records`] defines inputs and the DTOs the UI sees (re-exported here).
 //!
+//! Search: `products_fts` (FTS5, migration 0002) indexes each product's saved name, brand,
+//! category, description and attributes; triggers on `products` keep it in sync, so every save
+//! updates the index in the save's own transaction. See [`Catalog::search_products`].
+//!
 //! # Invariants
 //! - **Only the catalog thread touches SQLite.** Async methods box a synchronous closure, send it
 //!   over an unbounded std channel (never blocks) and await a tokio oneshot (never blocks), so no
@@ -32,7 +36,7 @@
 //! [`crate::config::data_dir`]).
 //!
 //! Planned, and designed for: per-product revisions with optimistic concurrency (`products.revision`
-//! exists now), FTS5 search (`products.id` is the rowid), an import queue table (a new migration).
+//! exists now), an import queue table (a new migration).
 
 mod db_thread;
 mod error;
@@ -139,6 +143,21 @@ impl Catalog {
     /// Products, most recently updated first.
     pub async fn list_products(&self, offset: u32, limit: u32) -> Result<Vec<ProductSummary>, CatalogError> {
         self.run(move |conn| queries::list_products(conn, offset, limit)).await
+    }
+
+    /// Products matching the user's text, best match first (name matches above brand, category,
+    /// description and attribute matches). Every whitespace-separated term must match the start
+    /// of a word, case and diacritics ignored ("gran" and "GRÀN" find "Granola", "müsli" finds
+    /// "Musli"). The text is never FTS5 syntax: quotes, `AND`, `*`, `(`, `-`, `:` are plain
+    /// characters. A query without letters or digits lists the products like [`Self::list_products`].
+    pub async fn search_products(
+        &self,
+        query: &str,
+        offset: u32,
+        limit: u32,
+    ) -> Result<Vec<ProductSummary>, CatalogError> {
+        let query = query.to_owned();
+        self.run(move |conn| queries::search_products(conn, &query, offset, limit)).await
     }
 
     /// One product; `NotFound` if it does not exist.

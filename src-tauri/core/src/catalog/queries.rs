@@ -221,23 +221,66 @@ pub(super) fn list_products(conn: &Connection, offset: u32, limit: u32) -> Resul
          ORDER BY p.updated_at DESC, p.id DESC
          LIMIT ?1 OFFSET ?2",
     )?;
-    let rows = stmt.query_map([limit, offset], |row| {
-        let amount: Option<f64> = row.get(5)?;
-        let currency: Option<String> = row.get(6)?;
-        Ok(ProductSummary {
-            id: row.get(0)?,
-            photo_id: row.get(1)?,
-            name: row.get(2)?,
-            brand: row.get(3)?,
-            category: row.get(4)?,
-            price: amount.zip(currency).map(|(amount, currency)| Price { amount, currency }),
-            gtin: row.get(7)?,
-            revision: row.get(8)?,
-            updated_at: row.get(9)?,
-            thumbnail: thumbnail_url(row.get_ref(10)?.as_blob()?),
-        })
-    })?;
+    let rows = stmt.query_map([limit, offset], summary_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Full-text search (`products_fts`, migration 0002), best match first: bm25 with the name
+/// weighted highest, then brand, category, and description and attributes; ties newest first.
+/// A query without searchable terms lists the products like [`list_products`].
+pub(super) fn search_products(
+    conn: &Connection,
+    query: &str,
+    offset: u32,
+    limit: u32,
+) -> Result<Vec<ProductSummary>, CatalogError> {
+    let Some(fts_query) = fts_query(query) else {
+        return list_products(conn, offset, limit);
+    };
+    let mut stmt = conn.prepare_cached(
+        "SELECT p.id, p.photo_id, p.name, p.brand, p.category, p.price_amount, p.price_currency, p.gtin,
+                p.revision, p.updated_at, ph.thumbnail_jpeg
+         FROM products_fts
+         JOIN products p ON p.id = products_fts.rowid
+         JOIN photos ph ON ph.id = p.photo_id
+         WHERE products_fts MATCH ?1
+         ORDER BY bm25(products_fts, 10.0, 4.0, 2.0, 1.0, 1.0), p.updated_at DESC, p.id DESC
+         LIMIT ?2 OFFSET ?3",
+    )?;
+    let rows = stmt.query_map(params![fts_query, limit, offset], summary_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The user's text as an FTS5 query: every whitespace-separated term becomes a quoted prefix term
+/// (`"term"*`, inner quotes doubled), all of which must match. Quoting makes every character
+/// literal, so operators (`AND`, `NOT`, `NEAR`), `*`, `(`, `-`, `:` and column filters in the
+/// input are searched as text, never parsed. Terms with no letter or digit (which the tokenizer
+/// would drop) are skipped; `None` when nothing searchable is left.
+fn fts_query(text: &str) -> Option<String> {
+    let terms: Vec<String> = text
+        .split_whitespace()
+        .filter(|term| term.chars().any(char::is_alphanumeric))
+        .map(|term| format!("\"{}\"*", term.replace('"', "\"\"")))
+        .collect();
+    (!terms.is_empty()).then(|| terms.join(" "))
+}
+
+/// A row of `products p JOIN photos ph` in the column order of [`list_products`].
+fn summary_row(row: &Row<'_>) -> rusqlite::Result<ProductSummary> {
+    let amount: Option<f64> = row.get(5)?;
+    let currency: Option<String> = row.get(6)?;
+    Ok(ProductSummary {
+        id: row.get(0)?,
+        photo_id: row.get(1)?,
+        name: row.get(2)?,
+        brand: row.get(3)?,
+        category: row.get(4)?,
+        price: amount.zip(currency).map(|(amount, currency)| Price { amount, currency }),
+        gtin: row.get(7)?,
+        revision: row.get(8)?,
+        updated_at: row.get(9)?,
+        thumbnail: thumbnail_url(row.get_ref(10)?.as_blob()?),
+    })
 }
 
 pub(super) fn product_for_photo(conn: &Connection, photo: PhotoId) -> Result<Option<ProductId>, CatalogError> {
@@ -290,4 +333,19 @@ fn parse_error_code(idx: usize, code: &str) -> rusqlite::Result<ErrorCode> {
 
 fn conversion_error(idx: usize, message: String) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(idx, Type::Text, message.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_term_is_a_quoted_prefix_term() {
+        assert_eq!(fts_query("  "), None);
+        assert_eq!(fts_query("( - * :"), None);
+        assert_eq!(fts_query("gran"), Some(r#""gran"*"#.into()));
+        assert_eq!(fts_query("oat  AND\tmilk"), Some(r#""oat"* "AND"* "milk"*"#.into()));
+        assert_eq!(fts_query(r#"12" name:x"#), Some(r#""12"""* "name:x"*"#.into()));
+        assert_eq!(fts_query("crème"), Some(r#""crème"*"#.into()));
+    }
 }
