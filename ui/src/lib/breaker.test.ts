@@ -77,6 +77,7 @@ describe("states", () => {
 describe("rates and durations", () => {
   it("shows −1 as the calls still needed", () => {
     expect(formatRate(-1, 3, 10)).toBe("n/a — 3 of 10 calls needed");
+    expect(formatRate(-1, 0, 0)).toBe("n/a — calls are not recorded in this state");
     expect(formatRate(50, 10, 10)).toBe("50.0%");
     expect(formatRate(45.454544, 11, 10)).toBe("45.5%");
     expect(formatRate(0, 10, 10)).toBe("0.0%");

@@ -70,9 +70,11 @@ export function formatPercent(value: number): string {
 
 /**
  * failureRate / slowCallRate: −1 (fewer buffered calls than the minimum) becomes
- * "n/a — 3 of 10 calls needed".
+ * "n/a — 3 of 10 calls needed". DISABLED and FORCED_OPEN keep no window (minimum 0): nothing is
+ * recorded there, and saying "0 of 0 calls needed" would be nonsense.
  */
 export function formatRate(rate: number, bufferedCalls: number, minimumCalls: number): string {
+  if (rate < 0 && minimumCalls === 0) return "n/a — calls are not recorded in this state";
   if (rate < 0) return `n/a — ${bufferedCalls} of ${minimumCalls} calls needed`;
   return formatPercent(rate);
 }
