@@ -13,10 +13,13 @@ use std::time::{Duration, Instant};
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::json;
 
-const DRIVER_PORT: u16 = 4444;
+/// Each test has its own pair of ports (tauri-driver, then WebKitWebDriver), so a driver still
+/// shutting down from the previous test can never answer the next one.
+const NEWCOMER_PORTS: (u16, u16) = (4444, 4445);
+const BREAKER_PORTS: (u16, u16) = (4446, 4447);
 
 /// tauri-driver, stopped with SIGTERM so it also stops WebKitWebDriver.
-struct Driver(Child);
+struct Driver(Child, u16);
 
 impl Drop for Driver {
     fn drop(&mut self) {
@@ -25,15 +28,12 @@ impl Drop for Driver {
     }
 }
 
-fn start_driver(data_dir: &Path) -> Driver {
-    start_driver_with(data_dir, &[])
-}
-
-/// tauri-driver, whose app inherits `env` (e.g. a Gemini base URL and key).
-fn start_driver_with(data_dir: &Path, env: &[(&str, &str)]) -> Driver {
+/// tauri-driver on `ports`, whose app inherits `env` (e.g. a Gemini base URL and key).
+fn start_driver(data_dir: &Path, ports: (u16, u16), env: &[(&str, &str)]) -> Driver {
+    let (port, native_port) = ports;
     let mut command = Command::new("tauri-driver");
     command
-        .args(["--port", &DRIVER_PORT.to_string()])
+        .args(["--port", &port.to_string(), "--native-port", &native_port.to_string()])
         .args(["--native-driver", "/usr/bin/WebKitWebDriver"])
         .env("PRODUCT_EXTRACTOR_DATA_DIR", data_dir)
         .env_remove("GEMINI_API_KEY")
@@ -46,25 +46,32 @@ fn start_driver_with(data_dir: &Path, env: &[(&str, &str)]) -> Driver {
         .stderr(Stdio::inherit())
         .spawn()
         .expect("tauri-driver must be installed (cargo install tauri-driver --locked)");
-    let driver = Driver(child);
+    let driver = Driver(child, port);
     let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(("127.0.0.1", DRIVER_PORT)).is_err() {
-        assert!(Instant::now() < deadline, "tauri-driver did not listen on {DRIVER_PORT}");
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "tauri-driver did not listen on {port}");
         std::thread::sleep(Duration::from_millis(100));
     }
     driver
 }
 
-async fn connect() -> Client {
+/// A WebDriver session with the app; a session that fails while the drivers are still starting
+/// is tried again, up to three times.
+async fn connect(driver: &Driver) -> Client {
     let app = env!("CARGO_BIN_EXE_product-extractor");
     let mut caps = serde_json::Map::new();
     caps.insert("browserName".into(), json!("wry"));
     caps.insert("tauri:options".into(), json!({ "application": app }));
-    ClientBuilder::native()
-        .capabilities(caps)
-        .connect(&format!("http://127.0.0.1:{DRIVER_PORT}"))
-        .await
-        .expect("a WebDriver session with the app")
+    let url = format!("http://127.0.0.1:{}", driver.1);
+    let mut last_error = None;
+    for _ in 0..3 {
+        match ClientBuilder::native().capabilities(caps.clone()).connect(&url).await {
+            Ok(client) => return client,
+            Err(e) => last_error = Some(e),
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    panic!("no WebDriver session with the app: {last_error:?}");
 }
 
 /// Polls until `css` matches an element, up to `timeout`.
@@ -150,8 +157,8 @@ async fn drop_files(c: &Client, paths: &[&Path]) {
 #[ignore = "needs a display, tauri-driver and WebKitWebDriver: make test-e2e"]
 async fn newcomer_demo_drop_review_save_list() {
     let data_dir = tempfile::tempdir().unwrap();
-    let _driver = start_driver(data_dir.path());
-    let c = connect().await;
+    let driver = start_driver(data_dir.path(), NEWCOMER_PORTS, &[]);
+    let c = connect(&driver).await;
     let long = Duration::from_secs(30);
 
     // The window holds only the capabilities it uses: a core window API it never calls is refused.
@@ -267,8 +274,9 @@ async fn breaker_opens_then_probes_and_closes() {
     )
     .unwrap();
     let base_url = fake.base_url();
-    let _driver = start_driver_with(data_dir.path(), &[("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &base_url)]);
-    let c = connect().await;
+    let driver =
+        start_driver(data_dir.path(), BREAKER_PORTS, &[("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &base_url)]);
+    let c = connect(&driver).await;
     let long = Duration::from_secs(30);
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/product.jpg");
     let copy = |name: &str| {

@@ -6,9 +6,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use futures_util::StreamExt;
-use pe_core::catalog::ProductSummary;
+use pe_core::catalog::{ExportFormat, ProductSummary};
 use pe_core::pipeline::{Extraction, Pipeline};
 use pe_core::ErrorReport;
 use serde_json::json;
@@ -91,6 +91,37 @@ pub enum ProductsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Export every saved product, ordered by id. CSV text cells that start with `=`, `+`, `-`,
+    /// `@`, tab or CR get a leading `'` so spreadsheets do not run them as formulas.
+    Export {
+        /// `shopify`: Shopify's product CSV import (drafts); `csv`: every saved field flattened;
+        /// `json`: one array; `jsonl`: one object a line.
+        #[arg(long, value_enum)]
+        format: ExportFormatArg,
+        /// Write to FILE (through FILE.tmp, renamed when complete) instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+}
+
+/// `products export --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormatArg {
+    Shopify,
+    Csv,
+    Json,
+    Jsonl,
+}
+
+impl From<ExportFormatArg> for ExportFormat {
+    fn from(format: ExportFormatArg) -> Self {
+        match format {
+            ExportFormatArg::Shopify => ExportFormat::Shopify,
+            ExportFormatArg::Csv => ExportFormat::Csv,
+            ExportFormatArg::Json => ExportFormat::Json,
+            ExportFormatArg::Jsonl => ExportFormat::Jsonl,
+        }
+    }
 }
 
 impl Global {
@@ -118,6 +149,9 @@ pub fn run(global: &Global, command: Command) -> i32 {
             Command::Products(ProductsCommand::List { json }) => list_products(&state, json, None).await,
             Command::Products(ProductsCommand::Search { query, json }) => {
                 list_products(&state, json, Some(&query.join(" "))).await
+            }
+            Command::Products(ProductsCommand::Export { format, out }) => {
+                export_products(&state, format.into(), out).await
             }
             Command::Breaker { json } => breaker(&state, json),
         }
@@ -331,4 +365,42 @@ async fn list_products(state: &AppState, json: bool, query: Option<&str>) -> i32
         }
     }
     EXIT_OK
+}
+
+/// `products export`: streams the catalog to stdout, or to `out` through `out.tmp`, renamed only
+/// once everything was written, so `out` is never a partial export.
+async fn export_products(state: &AppState, format: ExportFormat, out: Option<PathBuf>) -> i32 {
+    let Some(path) = out else {
+        return match state.catalog().export(format, Box::new(std::io::stdout())).await {
+            Ok(_) => EXIT_OK,
+            Err(e) => {
+                eprintln!("error: {}", ErrorReport::from(e));
+                EXIT_FAILED
+            }
+        };
+    };
+    let mut tmp = path.clone().into_os_string();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let file = match std::fs::File::create(&tmp) {
+        Ok(file) => file,
+        Err(e) => return usage_error(&format!("cannot create {}: {e}", tmp.display())),
+    };
+    let result = state.catalog().export(format, Box::new(file)).await.map_err(|e| ErrorReport::from(e).to_string());
+    let result = result.and_then(|summary| {
+        std::fs::rename(&tmp, &path)
+            .map(|()| summary)
+            .map_err(|e| format!("cannot rename {} to {}: {e}", tmp.display(), path.display()))
+    });
+    match result {
+        Ok(summary) => {
+            eprintln!("exported {} products to {}", summary.rows, path.display());
+            EXIT_OK
+        }
+        Err(message) => {
+            let _ = std::fs::remove_file(&tmp);
+            eprintln!("error: {message}");
+            EXIT_FAILED
+        }
+    }
 }

@@ -7,6 +7,8 @@
 //! - `queries` holds the SQL as plain synchronous functions.
 //! - [`migrations`] applies the versioned schema (`migrations/NNNN_*.sql`, `PRAGMA user_version`).
 //! - [`records`] defines inputs and the DTOs the UI sees (re-exported here).
+//! - [`export`] streams the saved products as Shopify CSV, flat CSV, JSON or JSON Lines
+//!   ([`Catalog::export`]).
 //!
 //! Search: `products_fts` (FTS5, migration 0002) indexes each product's saved name, brand,
 //! category, description and attributes; triggers on `products` keep it in sync, so every save
@@ -40,6 +42,7 @@
 
 mod db_thread;
 mod error;
+pub mod export;
 pub mod migrations;
 mod queries;
 pub mod records;
@@ -51,6 +54,7 @@ use std::time::Duration;
 use rusqlite::Connection;
 
 pub use error::CatalogError;
+pub use export::{ExportError, ExportFormat, ExportSummary, ExportedProduct};
 pub use migrations::SCHEMA_VERSION;
 pub use records::*;
 

@@ -1,0 +1,387 @@
+//! Streaming exports of the saved catalog: Shopify's product CSV, a flat CSV, JSON and JSON Lines.
+//!
+//! [`Catalog::export`] runs on the catalog thread inside one read transaction (a consistent
+//! snapshot; local disk only, never the network). It steps a prepared statement over `products`
+//! ordered by id and writes each row as soon as it is read, so memory stays flat however large
+//! the catalog is. Every format is built from the *saved* product (`saved_json`), with the row's
+//! id, revision and `updated_at` (ISO 8601, UTC, milliseconds).
+//!
+//! # CSV injection guard
+//! Spreadsheets run a cell that starts with `=`, `+`, `-` or `@` as a formula (and some also
+//! treat a leading tab or carriage return that way). Product text is untrusted (it came from a
+//! photo, through a model), so in both CSV formats every *text* cell that starts with one of
+//! those characters is written with a leading `'`, which spreadsheets show as text. Numbers we
+//! format ourselves (prices, ids, revisions) are never prefixed. The guard is not reversible for
+//! a value that itself starts with `'` followed by one of those characters; JSON and JSON Lines
+//! carry the values unchanged.
+//!
+//! # Shopify
+//! The columns of Shopify's product CSV import, one variant per product ("Default Title"), as a
+//! draft. The price loses its currency (Shopify uses the store's); photos are local, so
+//! `Image Src` is empty. The description is untrusted text: it is HTML-escaped inside a `<p>`.
+
+use std::io::{BufWriter, Write};
+use std::str::FromStr;
+
+use rusqlite::Connection;
+use serde::{Deserialize, Serialize};
+use time::macros::format_description;
+use time::OffsetDateTime;
+
+use super::{Catalog, CatalogError, ProductId};
+use crate::error::{Coded, ErrorCode};
+use crate::product::Product;
+
+/// What [`Catalog::export`] writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// Shopify's product CSV import ([`SHOPIFY_HEADERS`]).
+    Shopify,
+    /// Every saved field flattened, one product a row ([`CSV_HEADERS`]).
+    Csv,
+    /// One JSON array of [`ExportedProduct`].
+    Json,
+    /// One [`ExportedProduct`] JSON object a line.
+    Jsonl,
+}
+
+impl ExportFormat {
+    /// The name used on the command line: `shopify`, `csv`, `json`, `jsonl`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Shopify => "shopify",
+            Self::Csv => "csv",
+            Self::Json => "json",
+            Self::Jsonl => "jsonl",
+        }
+    }
+}
+
+impl FromStr for ExportFormat {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "shopify" => Ok(Self::Shopify),
+            "csv" => Ok(Self::Csv),
+            "json" => Ok(Self::Json),
+            "jsonl" => Ok(Self::Jsonl),
+            other => Err(format!("unknown export format {other:?}: expected shopify, csv, json or jsonl")),
+        }
+    }
+}
+
+/// What an export wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExportSummary {
+    /// Products written.
+    pub rows: u64,
+}
+
+/// A saved product as the JSON formats write it: the product's fields plus the row's identity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExportedProduct {
+    pub id: ProductId,
+    pub revision: u32,
+    /// ISO 8601, UTC, milliseconds: `2025-10-09T08:53:20.000Z`.
+    pub updated_at: String,
+    #[serde(flatten)]
+    pub product: Product,
+}
+
+/// Why an export failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// Reading the catalog failed.
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+    /// Writing the output failed (a full disk, a closed pipe).
+    #[error("cannot write the export: {0}")]
+    Write(#[from] std::io::Error),
+}
+
+impl From<rusqlite::Error> for ExportError {
+    fn from(e: rusqlite::Error) -> Self {
+        Self::Catalog(CatalogError::Sqlite(e))
+    }
+}
+
+impl From<serde_json::Error> for ExportError {
+    fn from(e: serde_json::Error) -> Self {
+        if e.is_io() {
+            Self::Write(e.into())
+        } else {
+            Self::Catalog(CatalogError::Json(e))
+        }
+    }
+}
+
+impl From<csv::Error> for ExportError {
+    fn from(e: csv::Error) -> Self {
+        Self::Write(e.into())
+    }
+}
+
+impl Coded for ExportError {
+    fn code(&self) -> ErrorCode {
+        match self {
+            Self::Catalog(e) => e.code(),
+            Self::Write(_) => ErrorCode::Io,
+        }
+    }
+}
+
+/// The header row of [`ExportFormat::Shopify`].
+pub const SHOPIFY_HEADERS: [&str; 17] = [
+    "Handle",
+    "Title",
+    "Body (HTML)",
+    "Vendor",
+    "Product Category",
+    "Type",
+    "Tags",
+    "Published",
+    "Option1 Name",
+    "Option1 Value",
+    "Variant SKU",
+    "Variant Price",
+    "Variant Barcode",
+    "Variant Requires Shipping",
+    "Variant Taxable",
+    "Image Src",
+    "Status",
+];
+
+/// The header row of [`ExportFormat::Csv`].
+pub const CSV_HEADERS: [&str; 16] = [
+    "id",
+    "name",
+    "brand",
+    "category",
+    "description",
+    "price_amount",
+    "price_currency",
+    "gtin",
+    "color",
+    "size",
+    "material",
+    "net_content_value",
+    "net_content_unit",
+    "attributes",
+    "updated_at",
+    "revision",
+];
+
+impl Catalog {
+    /// Writes every saved product, ordered by id, to `out` in `format`, row by row as they are
+    /// read (see the [module docs](self)). Runs on the catalog thread in one read transaction;
+    /// other jobs wait until it finishes. `out` is flushed at the end.
+    pub async fn export(&self, format: ExportFormat, out: Box<dyn Write + Send>) -> Result<ExportSummary, ExportError> {
+        self.run(move |conn| Ok(export_rows(conn, format, out))).await?
+    }
+}
+
+/// A row of the export query, parsed.
+struct Row {
+    id: ProductId,
+    revision: u32,
+    updated_at: i64,
+    product: Product,
+}
+
+fn export_rows(
+    conn: &mut Connection,
+    format: ExportFormat,
+    out: Box<dyn Write + Send>,
+) -> Result<ExportSummary, ExportError> {
+    let tx = conn.transaction()?;
+    let rows = {
+        let mut stmt = tx.prepare("SELECT id, revision, updated_at, saved_json FROM products ORDER BY id")?;
+        let mut cursor = stmt.query([])?;
+        let mut next = move || -> Result<Option<Row>, ExportError> {
+            let Some(row) = cursor.next()? else { return Ok(None) };
+            let saved: String = row.get(3)?;
+            let product = serde_json::from_str(&saved).map_err(CatalogError::Json)?;
+            Ok(Some(Row { id: row.get(0)?, revision: row.get(1)?, updated_at: row.get(2)?, product }))
+        };
+        match format {
+            ExportFormat::Shopify | ExportFormat::Csv => {
+                let mut writer = csv::Writer::from_writer(out);
+                let shopify = format == ExportFormat::Shopify;
+                if shopify {
+                    writer.write_record(SHOPIFY_HEADERS)?;
+                } else {
+                    writer.write_record(CSV_HEADERS)?;
+                }
+                let mut rows = 0;
+                while let Some(row) = next()? {
+                    if shopify {
+                        writer.write_record(shopify_record(&row))?;
+                    } else {
+                        writer.write_record(csv_record(&row))?;
+                    }
+                    rows += 1;
+                }
+                writer.flush()?;
+                rows
+            }
+            ExportFormat::Json | ExportFormat::Jsonl => {
+                let mut out = BufWriter::new(out);
+                let array = format == ExportFormat::Json;
+                if array {
+                    out.write_all(b"[")?;
+                }
+                let mut rows = 0u64;
+                while let Some(row) = next()? {
+                    if array {
+                        out.write_all(if rows == 0 { b"\n" } else { b",\n" })?;
+                    }
+                    let item = ExportedProduct {
+                        id: row.id,
+                        revision: row.revision,
+                        updated_at: iso_utc(row.updated_at),
+                        product: row.product,
+                    };
+                    serde_json::to_writer(&mut out, &item)?;
+                    if !array {
+                        out.write_all(b"\n")?;
+                    }
+                    rows += 1;
+                }
+                if array {
+                    out.write_all(if rows == 0 { b"]\n" } else { b"\n]\n" })?;
+                }
+                out.flush()?;
+                rows
+            }
+        }
+    };
+    tx.commit()?;
+    Ok(ExportSummary { rows })
+}
+
+fn shopify_record(row: &Row) -> Vec<String> {
+    let p = &row.product;
+    let text = |value: &Option<String>| guard(value.as_deref().unwrap_or_default());
+    let tags: Vec<&str> =
+        [&p.color, &p.size, &p.material].into_iter().flatten().map(|t| t.trim()).filter(|t| !t.is_empty()).collect();
+    let body = match p.description.as_deref().map(str::trim) {
+        Some(description) if !description.is_empty() => format!("<p>{}</p>", html_escape(description)),
+        _ => String::new(),
+    };
+    vec![
+        handle(&p.name, row.id),
+        guard(&p.name),
+        guard(&body),
+        text(&p.brand),
+        String::new(),
+        text(&p.category),
+        guard(&tags.join(", ")),
+        "TRUE".into(),
+        "Title".into(),
+        "Default Title".into(),
+        String::new(),
+        p.price.as_ref().map(|price| format!("{:.2}", price.amount)).unwrap_or_default(),
+        text(&p.gtin),
+        "TRUE".into(),
+        "TRUE".into(),
+        String::new(),
+        "draft".into(),
+    ]
+}
+
+fn csv_record(row: &Row) -> Vec<String> {
+    let p = &row.product;
+    let text = |value: &Option<String>| guard(value.as_deref().unwrap_or_default());
+    let attributes: Vec<String> = p.attributes.iter().map(|a| format!("{}: {}", a.name, a.value)).collect();
+    vec![
+        row.id.to_string(),
+        guard(&p.name),
+        text(&p.brand),
+        text(&p.category),
+        text(&p.description),
+        p.price.as_ref().map(|price| price.amount.to_string()).unwrap_or_default(),
+        guard(p.price.as_ref().map(|price| price.currency.as_str()).unwrap_or_default()),
+        text(&p.gtin),
+        text(&p.color),
+        text(&p.size),
+        text(&p.material),
+        p.net_content.as_ref().map(|c| c.value.to_string()).unwrap_or_default(),
+        guard(p.net_content.as_ref().map(|c| c.unit.as_str()).unwrap_or_default()),
+        guard(&attributes.join("; ")),
+        iso_utc(row.updated_at),
+        row.revision.to_string(),
+    ]
+}
+
+/// The CSV injection guard (see the module docs): a text cell starting with `=`, `+`, `-`, `@`,
+/// tab or carriage return gets a leading `'`.
+pub fn guard(text: &str) -> String {
+    if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{text}")
+    } else {
+        text.to_owned()
+    }
+}
+
+/// Shopify's handle: the name's ASCII letters and digits, lower-cased, other runs as one dash,
+/// then the id (handles must be unique): "Oat Drink Barista!" #7 → `oat-drink-barista-7`.
+pub fn handle(name: &str, id: ProductId) -> String {
+    let mut slug = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            slug.push(c.to_ascii_lowercase());
+        } else if !slug.is_empty() && !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    if slug.is_empty() {
+        slug.push_str("product-");
+    } else if !slug.ends_with('-') {
+        slug.push('-');
+    }
+    format!("{slug}{id}")
+}
+
+fn html_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Unix ms as ISO 8601 UTC with milliseconds, e.g. `2025-10-09T08:53:20.000Z`.
+pub fn iso_utc(unix_ms: i64) -> String {
+    let format = format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(unix_ms) * 1_000_000)
+        .ok()
+        .and_then(|t| t.format(format).ok())
+        .unwrap_or_else(|| unix_ms.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handles_guards_and_times() {
+        assert_eq!(handle("Oat Drink — Barista!", 7), "oat-drink-barista-7");
+        assert_eq!(handle("Crème brûlée", 2), "cr-me-br-l-e-2");
+        assert_eq!(handle("***", 3), "product-3");
+        for bad in ["=1+1", "+1", "-2", "@SUM(A1)", "\tx", "\rx"] {
+            assert_eq!(guard(bad), format!("'{bad}"));
+        }
+        assert_eq!(guard("Oat 1=1"), "Oat 1=1");
+        assert_eq!(iso_utc(1_760_000_000_123), "2025-10-09T08:53:20.123Z");
+        assert_eq!(html_escape("<b>\"A&B'</b>"), "&lt;b&gt;&quot;A&amp;B&#39;&lt;/b&gt;");
+        assert_eq!("JSONL".parse::<ExportFormat>(), Ok(ExportFormat::Jsonl));
+    }
+}

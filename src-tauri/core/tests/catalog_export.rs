@@ -1,0 +1,285 @@
+//! Exports of the saved catalog, against a real SQLite file in a temporary directory.
+
+use std::path::Path;
+
+use pe_core::catalog::export::{guard, handle, iso_utc, CSV_HEADERS, SHOPIFY_HEADERS};
+use pe_core::catalog::{Catalog, ExportFormat, ExportSummary, ExportedProduct, NewPhoto, ProductRecord, SaveProduct};
+use pe_core::product::{Attribute, NetContent, Price, Product};
+use tempfile::TempDir;
+
+const T0: i64 = 1_760_000_000_000;
+
+fn open() -> (TempDir, Catalog) {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = Catalog::open(&Catalog::path_in(dir.path())).unwrap();
+    (dir, catalog)
+}
+
+fn photo(n: u32) -> NewPhoto {
+    NewPhoto {
+        sha256: format!("{n:064x}"),
+        original_path: format!("/photos/IMG_{n:04}.jpg"),
+        file_bytes: 1_000,
+        width: 640,
+        height: 480,
+        format: "jpeg".into(),
+        thumbnail_jpeg: vec![0xFF, 0xD8, 0xFF, n as u8],
+        seen_at: T0,
+    }
+}
+
+fn full(name: &str) -> Product {
+    Product {
+        name: name.into(),
+        brand: Some("Oatly".into()),
+        category: Some("Plant drink".into()),
+        description: Some("Creamy <oat> drink & more, \"barista\" edition".into()),
+        price: Some(Price { amount: 2.5, currency: "EUR".into() }),
+        gtin: Some("4006381333931".into()),
+        color: Some("White".into()),
+        size: Some("1 l".into()),
+        material: Some("Carton".into()),
+        net_content: Some(NetContent { value: 1.5, unit: "l".into() }),
+        attributes: vec![
+            Attribute { name: "Flavor".into(), value: "Oat".into() },
+            Attribute { name: "Vegan".into(), value: "yes".into() },
+        ],
+        uncertain_fields: vec!["price".into()],
+    }
+}
+
+fn bare(name: &str) -> Product {
+    Product { name: name.into(), ..Default::default() }
+}
+
+/// Saves the products through the public API, one photo each, and returns the records.
+async fn save_all(catalog: &Catalog, products: Vec<Product>) -> Vec<ProductRecord> {
+    let mut records = Vec::new();
+    for (n, saved) in products.into_iter().enumerate() {
+        let photo_id = catalog.record_photo(photo(n as u32 + 1)).await.unwrap();
+        let save = SaveProduct { photo_id, attempt_id: None, saved, saved_at: T0 + n as i64 * 1_001 };
+        records.push(catalog.save_product(save).await.unwrap());
+    }
+    records
+}
+
+async fn export(catalog: &Catalog, dir: &Path, format: ExportFormat) -> (ExportSummary, String) {
+    let path = dir.join(format!("export.{}", format.as_str()));
+    let file = std::fs::File::create(&path).unwrap();
+    let summary = catalog.export(format, Box::new(file)).await.unwrap();
+    (summary, std::fs::read_to_string(&path).unwrap())
+}
+
+fn parse_csv(text: &str) -> (Vec<String>, Vec<csv::StringRecord>) {
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let headers = reader.headers().unwrap().iter().map(String::from).collect();
+    let rows = reader.records().collect::<Result<_, _>>().unwrap();
+    (headers, rows)
+}
+
+#[tokio::test]
+async fn shopify_round_trip() {
+    let (dir, catalog) = open();
+    let records = save_all(&catalog, vec![full("Oat Drink Barista"), bare("Plain")]).await;
+    let (summary, text) = export(&catalog, dir.path(), ExportFormat::Shopify).await;
+    assert_eq!(summary.rows, 2);
+    let (headers, rows) = parse_csv(&text);
+    assert_eq!(headers, SHOPIFY_HEADERS);
+    assert_eq!(
+        headers.join(","),
+        "Handle,Title,Body (HTML),Vendor,Product Category,Type,Tags,Published,Option1 Name,Option1 Value,\
+         Variant SKU,Variant Price,Variant Barcode,Variant Requires Shipping,Variant Taxable,Image Src,Status"
+    );
+    assert_eq!(rows.len(), 2);
+    let row: Vec<&str> = rows[0].iter().collect();
+    assert_eq!(
+        row,
+        [
+            format!("oat-drink-barista-{}", records[0].id).as_str(),
+            "Oat Drink Barista",
+            "<p>Creamy &lt;oat&gt; drink &amp; more, &quot;barista&quot; edition</p>",
+            "Oatly",
+            "",
+            "Plant drink",
+            "White, 1 l, Carton",
+            "TRUE",
+            "Title",
+            "Default Title",
+            "",
+            "2.50",
+            "4006381333931",
+            "TRUE",
+            "TRUE",
+            "",
+            "draft",
+        ]
+    );
+    let plain: Vec<&str> = rows[1].iter().collect();
+    assert_eq!(plain[0], format!("plain-{}", records[1].id));
+    assert_eq!(plain[1], "Plain");
+    assert_eq!(&plain[2..4], ["", ""]);
+    assert_eq!(plain[6], "");
+    assert_eq!(plain[11], "");
+    assert_eq!(plain[16], "draft");
+}
+
+#[tokio::test]
+async fn csv_round_trip_field_by_field() {
+    let (dir, catalog) = open();
+    let records = save_all(&catalog, vec![full("Oat Drink"), bare("Plain")]).await;
+    let (summary, text) = export(&catalog, dir.path(), ExportFormat::Csv).await;
+    assert_eq!(summary.rows, 2);
+    let (headers, rows) = parse_csv(&text);
+    assert_eq!(headers, CSV_HEADERS);
+    assert_eq!(rows.len(), 2);
+    let r = &records[0];
+    let row: Vec<&str> = rows[0].iter().collect();
+    let expected = [
+        r.id.to_string(),
+        "Oat Drink".into(),
+        "Oatly".into(),
+        "Plant drink".into(),
+        "Creamy <oat> drink & more, \"barista\" edition".into(),
+        "2.5".into(),
+        "EUR".into(),
+        "4006381333931".into(),
+        "White".into(),
+        "1 l".into(),
+        "Carton".into(),
+        "1.5".into(),
+        "l".into(),
+        "Flavor: Oat; Vegan: yes".into(),
+        iso_utc(r.updated_at),
+        "1".into(),
+    ];
+    assert_eq!(row, expected.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(row[14], "2025-10-09T08:53:20.000Z");
+    let plain: Vec<&str> = rows[1].iter().collect();
+    assert_eq!(plain[0], records[1].id.to_string());
+    assert_eq!(plain[1], "Plain");
+    assert!(plain[2..14].iter().all(|cell| cell.is_empty()), "{plain:?}");
+}
+
+#[tokio::test]
+async fn json_parses_back_into_the_saved_products() {
+    let (dir, catalog) = open();
+    let records = save_all(&catalog, vec![full("Oat Drink"), bare("Plain"), full("Third")]).await;
+    // A second save bumps the revision; the export shows the latest.
+    let mut again = full("Oat Drink v2");
+    again.price = Some(Price { amount: 3.0, currency: "USD".into() });
+    let resaved = catalog
+        .save_product(SaveProduct {
+            photo_id: records[0].photo_id,
+            attempt_id: None,
+            saved: again,
+            saved_at: T0 + 9_000,
+        })
+        .await
+        .unwrap();
+    let (summary, text) = export(&catalog, dir.path(), ExportFormat::Json).await;
+    assert_eq!(summary.rows, 3);
+    let exported: Vec<ExportedProduct> = serde_json::from_str(&text).unwrap();
+    let expected: Vec<ExportedProduct> = [resaved, records[1].clone(), records[2].clone()]
+        .into_iter()
+        .map(|r| ExportedProduct {
+            id: r.id,
+            revision: r.revision,
+            updated_at: iso_utc(r.updated_at),
+            product: r.saved,
+        })
+        .collect();
+    assert_eq!(exported, expected);
+    assert_eq!(exported[0].revision, 2);
+    assert_eq!(exported[0].updated_at, "2025-10-09T08:53:29.000Z");
+}
+
+#[tokio::test]
+async fn jsonl_writes_one_object_a_line() {
+    let (dir, catalog) = open();
+    let records = save_all(&catalog, (0..5).map(|i| full(&format!("Item {i}"))).collect()).await;
+    let (summary, text) = export(&catalog, dir.path(), ExportFormat::Jsonl).await;
+    assert_eq!(summary.rows, 5);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 5);
+    assert!(text.ends_with('\n'));
+    for (line, record) in lines.iter().zip(&records) {
+        let item: ExportedProduct = serde_json::from_str(line).unwrap();
+        assert_eq!(item.id, record.id);
+        assert_eq!(item.product, record.saved);
+    }
+}
+
+#[tokio::test]
+async fn an_empty_catalog_gives_headers_only_or_an_empty_array() {
+    let (dir, catalog) = open();
+    let (summary, text) = export(&catalog, dir.path(), ExportFormat::Shopify).await;
+    assert_eq!(summary.rows, 0);
+    assert_eq!(text, format!("{}\n", SHOPIFY_HEADERS.join(",")));
+    let (_, text) = export(&catalog, dir.path(), ExportFormat::Csv).await;
+    assert_eq!(text, format!("{}\n", CSV_HEADERS.join(",")));
+    let (summary, text) = export(&catalog, dir.path(), ExportFormat::Json).await;
+    assert_eq!(summary.rows, 0);
+    assert_eq!(serde_json::from_str::<Vec<ExportedProduct>>(&text).unwrap(), []);
+    assert_eq!(text.trim(), "[]");
+    let (_, text) = export(&catalog, dir.path(), ExportFormat::Jsonl).await;
+    assert_eq!(text, "");
+}
+
+#[tokio::test]
+async fn formula_cells_are_guarded_in_both_csv_formats() {
+    let (dir, catalog) = open();
+    let mut evil = bare("=HYPERLINK(\"http://x\",\"y\")");
+    evil.brand = Some("+cmd".into());
+    evil.category = Some("-2+3".into());
+    evil.color = Some("@SUM(A1)".into());
+    evil.description = Some("\tTabbed".into());
+    evil.material = Some("\rCR".into());
+    evil.gtin = None;
+    let records = save_all(&catalog, vec![evil]).await;
+
+    let (_, text) = export(&catalog, dir.path(), ExportFormat::Csv).await;
+    let (_, rows) = parse_csv(&text);
+    let row: Vec<&str> = rows[0].iter().collect();
+    assert_eq!(row[1], "'=HYPERLINK(\"http://x\",\"y\")");
+    assert_eq!(row[2], "'+cmd");
+    assert_eq!(row[3], "'-2+3");
+    assert_eq!(row[4], "'\tTabbed");
+    assert_eq!(row[8], "'@SUM(A1)");
+    assert_eq!(row[10], "'\rCR");
+
+    let (_, text) = export(&catalog, dir.path(), ExportFormat::Shopify).await;
+    let (_, rows) = parse_csv(&text);
+    let row: Vec<&str> = rows[0].iter().collect();
+    assert_eq!(row[0], format!("hyperlink-http-x-y-{}", records[0].id));
+    assert_eq!(row[1], "'=HYPERLINK(\"http://x\",\"y\")");
+    assert_eq!(row[3], "'+cmd");
+    assert_eq!(row[5], "'-2+3");
+    // Tags and the body are trimmed; the body starts with "<p>", so it is never a formula.
+    assert_eq!(row[6], "'@SUM(A1), CR");
+    assert_eq!(row[2], "<p>Tabbed</p>");
+
+    // JSON carries the values unchanged.
+    let (_, text) = export(&catalog, dir.path(), ExportFormat::Json).await;
+    let exported: Vec<ExportedProduct> = serde_json::from_str(&text).unwrap();
+    assert_eq!(exported[0].product, records[0].saved);
+    assert_eq!(guard("plain"), "plain");
+}
+
+#[tokio::test]
+async fn commas_quotes_and_newlines_survive_the_csv_round_trip() {
+    let (dir, catalog) = open();
+    let name = "Oat \"Barista\", 1 l\nline two\r\nline, three";
+    let mut product = full(name);
+    product.attributes = vec![Attribute { name: "Note".into(), value: "a, \"b\"\nc".into() }];
+    let records = save_all(&catalog, vec![product]).await;
+    for format in [ExportFormat::Csv, ExportFormat::Shopify] {
+        let (_, text) = export(&catalog, dir.path(), format).await;
+        let (_, rows) = parse_csv(&text);
+        assert_eq!(rows.len(), 1, "{format:?}");
+        assert_eq!(&rows[0][1], name, "{format:?}");
+    }
+    let (_, text) = export(&catalog, dir.path(), ExportFormat::Csv).await;
+    let (_, rows) = parse_csv(&text);
+    assert_eq!(&rows[0][13], "Note: a, \"b\"\nc");
+    assert_eq!(handle(name, records[0].id), format!("oat-barista-1-l-line-two-line-three-{}", records[0].id));
+}
