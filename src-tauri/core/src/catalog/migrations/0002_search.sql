@@ -18,31 +18,28 @@ CREATE VIRTUAL TABLE products_fts USING fts5(
     prefix = '2 3'
 );
 
+-- The searchable text of each product, in products_fts's column order: the one place that says
+-- what is indexed. The triggers and the backfill below all read it.
+CREATE VIEW products_search_text AS
+SELECT
+    p.id,
+    p.name,
+    p.brand,
+    p.category,
+    json_extract(p.saved_json, '$.description') AS description,
+    (SELECT group_concat(json_extract(a.value, '$.name') || ' ' || json_extract(a.value, '$.value'), ' ')
+     FROM json_each(p.saved_json, '$.attributes') AS a) AS attributes
+FROM products p;
+
 CREATE TRIGGER products_fts_after_insert AFTER INSERT ON products BEGIN
     INSERT INTO products_fts (rowid, name, brand, category, description, attributes)
-    VALUES (
-        new.id,
-        new.name,
-        new.brand,
-        new.category,
-        json_extract(new.saved_json, '$.description'),
-        (SELECT group_concat(json_extract(a.value, '$.name') || ' ' || json_extract(a.value, '$.value'), ' ')
-         FROM json_each(new.saved_json, '$.attributes') AS a)
-    );
+    SELECT * FROM products_search_text WHERE id = new.id;
 END;
 
 CREATE TRIGGER products_fts_after_update AFTER UPDATE ON products BEGIN
     DELETE FROM products_fts WHERE rowid = old.id;
     INSERT INTO products_fts (rowid, name, brand, category, description, attributes)
-    VALUES (
-        new.id,
-        new.name,
-        new.brand,
-        new.category,
-        json_extract(new.saved_json, '$.description'),
-        (SELECT group_concat(json_extract(a.value, '$.name') || ' ' || json_extract(a.value, '$.value'), ' ')
-         FROM json_each(new.saved_json, '$.attributes') AS a)
-    );
+    SELECT * FROM products_search_text WHERE id = new.id;
 END;
 
 CREATE TRIGGER products_fts_after_delete AFTER DELETE ON products BEGIN
@@ -51,12 +48,4 @@ END;
 
 -- Products saved before this migration.
 INSERT INTO products_fts (rowid, name, brand, category, description, attributes)
-SELECT
-    p.id,
-    p.name,
-    p.brand,
-    p.category,
-    json_extract(p.saved_json, '$.description'),
-    (SELECT group_concat(json_extract(a.value, '$.name') || ' ' || json_extract(a.value, '$.value'), ' ')
-     FROM json_each(p.saved_json, '$.attributes') AS a)
-FROM products p;
+SELECT * FROM products_search_text;
