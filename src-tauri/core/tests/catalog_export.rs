@@ -3,30 +3,12 @@
 use std::path::Path;
 
 use pe_core::catalog::export::{guard, handle, iso_utc, CSV_HEADERS, SHOPIFY_HEADERS};
-use pe_core::catalog::{Catalog, ExportFormat, ExportSummary, ExportedProduct, NewPhoto, ProductRecord, SaveProduct};
+use pe_core::catalog::{Catalog, ExportFormat, ExportSummary, ExportedProduct, ProductRecord, SaveProduct};
 use pe_core::product::{Attribute, NetContent, Price, Product};
-use tempfile::TempDir;
 
-const T0: i64 = 1_760_000_000_000;
+mod common;
 
-fn open() -> (TempDir, Catalog) {
-    let dir = tempfile::tempdir().unwrap();
-    let catalog = Catalog::open(&Catalog::path_in(dir.path())).unwrap();
-    (dir, catalog)
-}
-
-fn photo(n: u32) -> NewPhoto {
-    NewPhoto {
-        sha256: format!("{n:064x}"),
-        original_path: format!("/photos/IMG_{n:04}.jpg"),
-        file_bytes: 1_000,
-        width: 640,
-        height: 480,
-        format: "jpeg".into(),
-        thumbnail_jpeg: vec![0xFF, 0xD8, 0xFF, n as u8],
-        seen_at: T0,
-    }
-}
+use common::{open, photo, T0};
 
 fn full(name: &str) -> Product {
     Product {

@@ -1,31 +1,13 @@
 //! Full-text search of saved products against a real SQLite file in a temporary directory.
 
 use pe_core::catalog::migrations::{self, MIGRATIONS};
-use pe_core::catalog::{Catalog, NewPhoto, PhotoId, ProductSummary, SaveProduct, SCHEMA_VERSION};
+use pe_core::catalog::{Catalog, PhotoId, ProductSummary, SaveProduct, SCHEMA_VERSION};
 use pe_core::product::{Attribute, Price, Product};
 use rusqlite::{params, Connection};
-use tempfile::TempDir;
 
-const T0: i64 = 1_760_000_000_000;
+mod common;
 
-fn open() -> (TempDir, Catalog) {
-    let dir = tempfile::tempdir().unwrap();
-    let catalog = Catalog::open(&Catalog::path_in(dir.path())).unwrap();
-    (dir, catalog)
-}
-
-fn photo(n: u32) -> NewPhoto {
-    NewPhoto {
-        sha256: format!("{n:064x}"),
-        original_path: format!("/photos/IMG_{n:04}.jpg"),
-        file_bytes: 1_234,
-        width: 640,
-        height: 480,
-        format: "jpeg".into(),
-        thumbnail_jpeg: vec![0xFF, 0xD8, 0xFF, n as u8],
-        seen_at: T0,
-    }
-}
+use common::{open, photo, T0};
 
 fn product(name: &str, description: Option<&str>) -> Product {
     Product {
