@@ -21,19 +21,23 @@
 //! `Image Src` is empty. The description is untrusted text: it is HTML-escaped inside a `<p>`.
 
 use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 use time::macros::format_description;
 use time::OffsetDateTime;
+use ts_rs::TS;
 
 use super::{Catalog, CatalogError, ProductId};
 use crate::error::{Coded, ErrorCode};
 use crate::product::Product;
 
 /// What [`Catalog::export`] writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
 pub enum ExportFormat {
     /// Shopify's product CSV import ([`SHOPIFY_HEADERS`]).
     Shopify,
@@ -72,9 +76,11 @@ impl FromStr for ExportFormat {
 }
 
 /// What an export wrote.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
 pub struct ExportSummary {
     /// Products written.
+    #[ts(type = "number")]
     pub rows: u64,
 }
 
@@ -178,6 +184,22 @@ impl Catalog {
     /// other jobs wait until it finishes. `out` is flushed at the end.
     pub async fn export(&self, format: ExportFormat, out: Box<dyn Write + Send>) -> Result<ExportSummary, ExportError> {
         self.run(move |conn| Ok(export_rows(conn, format, out))).await?
+    }
+
+    /// [`Self::export`] into the file `path`, written as `path.tmp` and renamed once complete, so
+    /// `path` is never a partial export (a failed export removes the temporary file and leaves
+    /// an older `path` as it was).
+    pub async fn export_to_file(&self, format: ExportFormat, path: &Path) -> Result<ExportSummary, ExportError> {
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        let file = std::fs::File::create(&tmp)?;
+        let result = self.export(format, Box::new(file)).await;
+        let result = result.and_then(|summary| std::fs::rename(&tmp, path).map(|()| summary).map_err(Into::into));
+        if result.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        result
     }
 }
 
