@@ -23,7 +23,13 @@ fn product(name: &str, description: Option<&str>) -> Product {
 /// Records photo `n` and saves `product` for it at `T0 + n`.
 async fn add(catalog: &Catalog, n: u32, product: Product) -> i64 {
     let photo_id = catalog.record_photo(photo(n)).await.unwrap();
-    let save = SaveProduct { photo_id, attempt_id: None, saved: product, saved_at: T0 + i64::from(n) };
+    let save = SaveProduct {
+        photo_id,
+        attempt_id: None,
+        saved: product,
+        saved_by: "tester".into(),
+        saved_at: T0 + i64::from(n),
+    };
     catalog.save_product(save).await.unwrap().id
 }
 
@@ -38,8 +44,7 @@ fn names(rows: &[ProductSummary]) -> Vec<String> {
 #[tokio::test]
 async fn an_empty_file_is_migrated_to_the_search_schema() {
     let (_dir, catalog) = open();
-    assert_eq!(SCHEMA_VERSION, 2);
-    assert_eq!(catalog.schema_version().await.unwrap(), 2);
+    assert_eq!(catalog.schema_version().await.unwrap(), SCHEMA_VERSION);
     let tokenize: String = catalog
         .with_connection(|conn| {
             Ok(conn.query_row("SELECT sql FROM sqlite_schema WHERE name = 'products_fts'", [], |r| r.get(0))?)
@@ -85,7 +90,7 @@ async fn products_saved_at_version_1_are_searchable_after_the_migration() {
         assert_eq!(migrations::schema_version(&conn).unwrap(), 1);
     }
     let catalog = Catalog::open(&path).unwrap();
-    assert_eq!(catalog.schema_version().await.unwrap(), 2);
+    assert_eq!(catalog.schema_version().await.unwrap(), SCHEMA_VERSION);
     assert_eq!(search(&catalog, "granola").await, ["Crunchy Oat Granola"]);
     assert_eq!(search(&catalog, "honey").await, ["Crunchy Oat Granola"], "the description was backfilled");
     assert_eq!(search(&catalog, "vanilla").await, ["Oat Drink"], "the attributes were backfilled");
@@ -137,7 +142,13 @@ async fn updates_and_deletes_keep_the_index_in_sync() {
     let id = add(&catalog, 1, product("Crunchy Oat Granola", None)).await;
     add(&catalog, 2, product("Oat Drink", None)).await;
     let photo_id: PhotoId = 1;
-    let resave = SaveProduct { photo_id, attempt_id: None, saved: product("Spelt Muesli", None), saved_at: T0 + 10 };
+    let resave = SaveProduct {
+        photo_id,
+        attempt_id: None,
+        saved: product("Spelt Muesli", None),
+        saved_by: "tester".into(),
+        saved_at: T0 + 10,
+    };
     assert_eq!(catalog.save_product(resave).await.unwrap().id, id);
     assert!(search(&catalog, "granola").await.is_empty(), "the old name is gone from the index");
     assert_eq!(search(&catalog, "spelt").await, ["Spelt Muesli"]);
