@@ -1,7 +1,9 @@
 //! Full-text search of saved products against a real SQLite file in a temporary directory.
 
 use pe_core::catalog::migrations::{self, MIGRATIONS};
-use pe_core::catalog::{Catalog, PhotoId, ProductSummary, SaveProduct, SCHEMA_VERSION};
+use pe_core::catalog::{
+    Catalog, FacetValue, PhotoId, ProductQuery, ProductSummary, SaveProduct, SortDirection, SortKey, SCHEMA_VERSION,
+};
 use pe_core::product::{Attribute, Price, Product};
 use rusqlite::{params, Connection};
 
@@ -248,4 +250,237 @@ async fn results_are_paginated() {
     assert!(page(6, 2).await.is_empty());
     // A blank query pages like list_products.
     assert_eq!(catalog.search_products("", 1, 2).await.unwrap(), catalog.list_products(1, 2).await.unwrap());
+}
+
+/// The catalog table's fixture: varied brands (two spellings of one), categories, prices (one tie,
+/// other currencies), GTINs and flags, with gaps in every nullable column.
+async fn table(catalog: &Catalog) -> Vec<i64> {
+    type Row = (
+        &'static str,
+        Option<&'static str>,
+        Option<&'static str>,
+        Option<(f64, &'static str)>,
+        Option<&'static str>,
+        &'static [&'static str],
+    );
+    let rows: [Row; 6] = [
+        ("apple Juice", Some("Sunny"), Some("Drinks"), Some((1.99, "EUR")), Some("4006381333931"), &[]),
+        ("Banana Chips", Some("sunny"), Some("Snacks"), Some((3.5, "EUR")), None, &["price"]),
+        ("cherry Jam", None, Some("Spreads"), None, Some("96385074"), &[]),
+        ("Date Bar", Some("Nutri"), Some("snacks"), Some((0.99, "USD")), Some("036000291452"), &["gtin", "brand"]),
+        ("Elderflower Soda", Some("Fizz"), None, Some((1.99, "EUR")), None, &[]),
+        ("fig Spread", Some("Nutri"), Some("Spreads"), Some((4.25, "GBP")), Some("5901234123457"), &[]),
+    ];
+    let mut ids = Vec::new();
+    for (n, (name, brand, category, price, gtin, uncertain)) in rows.into_iter().enumerate() {
+        let saved = Product {
+            name: name.into(),
+            brand: brand.map(Into::into),
+            category: category.map(Into::into),
+            price: price.map(|(amount, currency)| Price { amount, currency: currency.into() }),
+            gtin: gtin.map(Into::into),
+            uncertain_fields: uncertain.iter().map(|f| f.to_string()).collect(),
+            ..Default::default()
+        };
+        ids.push(add(catalog, n as u32 + 1, saved).await);
+    }
+    ids
+}
+
+async fn query(catalog: &Catalog, query: ProductQuery) -> (u64, Vec<String>) {
+    let page = catalog.query_products(query).await.unwrap();
+    (page.total, names(&page.rows))
+}
+
+/// What SQLite's NOCASE sort with nulls last and ties by id should give, computed in Rust.
+fn expected_order(rows: &[ProductSummary], sort: SortKey, direction: SortDirection) -> Vec<String> {
+    fn text(value: &Option<String>) -> Option<String> {
+        value.as_ref().map(|v| v.to_ascii_lowercase())
+    }
+    let mut rows = rows.to_vec();
+    rows.sort_by(|a, b| {
+        let (x, y): (Option<String>, Option<String>) = match sort {
+            SortKey::Name => (Some(a.name.to_ascii_lowercase()), Some(b.name.to_ascii_lowercase())),
+            SortKey::Brand => (text(&a.brand), text(&b.brand)),
+            SortKey::Category => (text(&a.category), text(&b.category)),
+            SortKey::Gtin => (a.gtin.clone(), b.gtin.clone()),
+            SortKey::Price => {
+                let cents = |r: &ProductSummary| r.price.as_ref().map(|p| format!("{:012.3}", p.amount));
+                (cents(a), cents(b))
+            }
+            SortKey::Updated | SortKey::Relevance => {
+                (Some(format!("{:020}", a.updated_at)), Some(format!("{:020}", b.updated_at)))
+            }
+        };
+        let by_value = match (x, y) {
+            (Some(x), Some(y)) if direction == SortDirection::Asc => x.cmp(&y),
+            (Some(x), Some(y)) => y.cmp(&x),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => std::cmp::Ordering::Equal,
+        };
+        let by_id = if direction == SortDirection::Asc { a.id.cmp(&b.id) } else { b.id.cmp(&a.id) };
+        by_value.then(by_id)
+    });
+    names(&rows)
+}
+
+#[tokio::test]
+async fn every_sort_key_both_ways_with_missing_values_last_and_stable_pages() {
+    let (_dir, catalog) = open();
+    let ids = table(&catalog).await;
+    // cherry Jam is edited last, so it is the most recently updated.
+    let resave = SaveProduct {
+        photo_id: 3,
+        attempt_id: None,
+        saved: Product {
+            name: "cherry Jam".into(),
+            category: Some("Spreads".into()),
+            gtin: Some("96385074".into()),
+            ..Default::default()
+        },
+        saved_by: "tester".into(),
+        saved_at: T0 + 100,
+    };
+    assert_eq!(catalog.save_product(resave).await.unwrap().id, ids[2]);
+    let all = catalog.query_products(ProductQuery { limit: 100, ..Default::default() }).await.unwrap().rows;
+    assert_eq!(all.len(), 6);
+    for sort in [
+        SortKey::Relevance,
+        SortKey::Name,
+        SortKey::Brand,
+        SortKey::Category,
+        SortKey::Price,
+        SortKey::Gtin,
+        SortKey::Updated,
+    ] {
+        for direction in [SortDirection::Asc, SortDirection::Desc] {
+            let expected = expected_order(&all, sort, direction);
+            let whole = ProductQuery { sort, direction, ..Default::default() };
+            assert_eq!(query(&catalog, whole.clone()).await, (6, expected.clone()), "{sort:?} {direction:?}");
+            // Pages of two add up to the whole list, each with the full total.
+            let mut paged = Vec::new();
+            for offset in [0, 2, 4, 6] {
+                let (total, rows) = query(&catalog, ProductQuery { offset, limit: 2, ..whole.clone() }).await;
+                assert_eq!(total, 6);
+                paged.extend(rows);
+            }
+            assert_eq!(paged, expected, "{sort:?} {direction:?} paged");
+        }
+    }
+    // Spot checks of what the reference order means.
+    let by = |sort, direction| {
+        let catalog = catalog.clone();
+        async move { query(&catalog, ProductQuery { sort, direction, ..Default::default() }).await.1 }
+    };
+    assert_eq!(by(SortKey::Name, SortDirection::Asc).await[..3], ["apple Juice", "Banana Chips", "cherry Jam"]);
+    assert_eq!(by(SortKey::Brand, SortDirection::Asc).await.last().unwrap(), "cherry Jam", "no brand: last");
+    assert_eq!(by(SortKey::Brand, SortDirection::Desc).await.last().unwrap(), "cherry Jam", "no brand: last");
+    assert_eq!(
+        by(SortKey::Price, SortDirection::Asc).await,
+        ["Date Bar", "apple Juice", "Elderflower Soda", "Banana Chips", "fig Spread", "cherry Jam"]
+    );
+    assert_eq!(
+        by(SortKey::Price, SortDirection::Desc).await,
+        ["fig Spread", "Banana Chips", "Elderflower Soda", "apple Juice", "Date Bar", "cherry Jam"]
+    );
+    assert_eq!(by(SortKey::Updated, SortDirection::Desc).await[0], "cherry Jam");
+    assert_eq!(
+        by(SortKey::Relevance, SortDirection::Desc).await,
+        by(SortKey::Updated, SortDirection::Desc).await,
+        "no text: newest first"
+    );
+}
+
+#[tokio::test]
+async fn filters_combine_with_the_text_and_the_total_counts_every_match() {
+    let (_dir, catalog) = open();
+    table(&catalog).await;
+    let q = |f: fn(&mut ProductQuery)| {
+        let mut query = ProductQuery { sort: SortKey::Name, direction: SortDirection::Asc, ..Default::default() };
+        f(&mut query);
+        query
+    };
+    let cases: Vec<(ProductQuery, Vec<&str>)> = vec![
+        (q(|q| q.category = Some("SNACKS".into())), vec!["Banana Chips", "Date Bar"]),
+        (q(|q| q.category = Some("snack".into())), vec![]),
+        (q(|q| q.brand = Some("sunny".into())), vec!["apple Juice", "Banana Chips"]),
+        (q(|q| q.flagged = Some(true)), vec!["Banana Chips", "Date Bar"]),
+        (q(|q| q.flagged = Some(false)), vec!["apple Juice", "cherry Jam", "Elderflower Soda", "fig Spread"]),
+        (
+            q(|q| (q.price_min, q.price_max) = (Some(1.99), Some(3.5))),
+            vec!["apple Juice", "Banana Chips", "Elderflower Soda"],
+        ),
+        (q(|q| q.price_min = Some(4.0)), vec!["fig Spread"]),
+        (q(|q| q.price_max = Some(1.0)), vec!["Date Bar"]),
+        (q(|q| (q.brand, q.category) = (Some("NUTRI".into()), Some("spreads".into()))), vec!["fig Spread"]),
+        (q(|q| (q.text, q.flagged) = ("ba".into(), Some(true))), vec!["Banana Chips", "Date Bar"]),
+        (q(|q| (q.text, q.price_max) = ("spread".into(), Some(10.0))), vec!["fig Spread"]),
+    ];
+    for (query_, expected) in cases {
+        let page = catalog.query_products(query_.clone()).await.unwrap();
+        assert_eq!(
+            (page.total, names(&page.rows)),
+            (expected.len() as u64, expected.iter().map(|s| s.to_string()).collect()),
+            "{query_:?}"
+        );
+        // The total does not depend on the page.
+        let one = catalog.query_products(ProductQuery { limit: 1, ..query_.clone() }).await.unwrap();
+        assert_eq!(one.total, page.total);
+        assert_eq!(catalog.query_products(ProductQuery { limit: 0, ..query_ }).await.unwrap().rows, []);
+    }
+
+    // Relevance ranks the name match first, exactly like search_products.
+    let spread = ProductQuery { text: "spread".into(), ..Default::default() };
+    assert_eq!(query(&catalog, spread.clone()).await, (2, vec!["fig Spread".to_string(), "cherry Jam".to_string()]));
+    assert_eq!(
+        catalog.query_products(spread.clone()).await.unwrap().rows,
+        catalog.search_products("spread", 0, 100).await.unwrap()
+    );
+    let least_first = ProductQuery { direction: SortDirection::Asc, ..spread.clone() };
+    assert_eq!(query(&catalog, least_first).await.1, ["cherry Jam", "fig Spread"]);
+    let by_name = ProductQuery { sort: SortKey::Name, direction: SortDirection::Asc, ..spread };
+    assert_eq!(query(&catalog, by_name).await.1, ["cherry Jam", "fig Spread"], "text with another sort");
+}
+
+#[tokio::test]
+async fn facets_count_live_products_case_insensitively() {
+    let (_dir, catalog) = open();
+    let ids = table(&catalog).await;
+    let facets = catalog.facets().await.unwrap();
+    let values = |list: &[FacetValue]| list.iter().map(|f| (f.value.clone(), f.count)).collect::<Vec<_>>();
+    let pairs = |list: &[(&str, u64)]| list.iter().map(|(v, c)| (v.to_string(), *c)).collect::<Vec<_>>();
+    assert_eq!(values(&facets.categories), pairs(&[("Snacks", 2), ("Spreads", 2), ("Drinks", 1)]));
+    assert_eq!(values(&facets.brands), pairs(&[("Nutri", 2), ("Sunny", 2), ("Fizz", 1)]));
+    catalog.delete_product(ids[0], "tester", T0 + 50).await.unwrap();
+    let facets = catalog.facets().await.unwrap();
+    assert_eq!(values(&facets.brands), pairs(&[("Nutri", 2), ("Fizz", 1), ("sunny", 1)]));
+    let json = serde_json::to_value(&facets).unwrap();
+    assert_eq!(json["categories"][0], serde_json::json!({"value": "Snacks", "count": 2}));
+}
+
+#[test]
+fn the_ui_may_send_a_partial_query() {
+    let empty: ProductQuery = serde_json::from_str("{}").unwrap();
+    assert_eq!(empty, ProductQuery::default());
+    assert_eq!(
+        (empty.sort, empty.direction, empty.offset, empty.limit),
+        (SortKey::Relevance, SortDirection::Desc, 0, 100)
+    );
+    let some: ProductQuery = serde_json::from_str(
+        r#"{"text":"oat","sort":"price","direction":"asc","flagged":true,"price_max":5,"category":null}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        some,
+        ProductQuery {
+            text: "oat".into(),
+            sort: SortKey::Price,
+            direction: SortDirection::Asc,
+            flagged: Some(true),
+            price_max: Some(5.0),
+            ..Default::default()
+        }
+    );
+    assert!(serde_json::from_str::<ProductQuery>(r#"{"sort":"sideways"}"#).is_err());
 }
