@@ -83,7 +83,9 @@ async fn migrates_an_empty_file_with_wal_and_foreign_keys() {
     assert!(pragma::<i64>(&catalog, "busy_timeout").await >= 1000);
     let tables: Vec<String> = catalog
         .with_connection(|conn| {
-            let mut stmt = conn.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")?;
+            let mut stmt = conn.prepare(
+                "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+            )?;
             let names = stmt.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
             Ok(names)
         })

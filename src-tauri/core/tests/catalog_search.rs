@@ -2,7 +2,8 @@
 
 use pe_core::catalog::migrations::{self, MIGRATIONS};
 use pe_core::catalog::{
-    Catalog, FacetValue, PhotoId, ProductQuery, ProductSummary, SaveProduct, SortDirection, SortKey, SCHEMA_VERSION,
+    Catalog, FacetValue, PhotoId, ProductQuery, ProductSummary, SaveProduct, SortDirection, SortKey, RANKED_MATCHES,
+    SCHEMA_VERSION,
 };
 use pe_core::product::{Attribute, Price, Product};
 use rusqlite::{params, Connection};
@@ -483,4 +484,103 @@ fn the_ui_may_send_a_partial_query() {
         }
     );
     assert!(serde_json::from_str::<ProductQuery>(r#"{"sort":"sideways"}"#).is_err());
+}
+
+/// More matches than relevance ranks (`RANKED_MATCHES`): the newest ones are ranked by bm25,
+/// the older ones follow newest first, and pages walk one total order in both directions.
+#[tokio::test]
+async fn a_broad_search_ranks_the_newest_matches_and_pages_through_all() {
+    let (_dir, catalog) = open();
+    let n = i64::from(RANKED_MATCHES) + 300;
+    catalog
+        .with_connection(move |conn| {
+            let tx = conn.transaction()?;
+            for id in 1..=n {
+                // Product 1 and product n are the best matches: their names are the word alone.
+                let name = if id == 1 || id == n {
+                    "Granola".to_string()
+                } else {
+                    format!("Granola with oats and honey {id}")
+                };
+                let brand = if id % 2 == 0 { "Even" } else { "Odd" };
+                tx.execute(
+                    "INSERT INTO photos (id, sha256, original_path, file_bytes, width, height, format, thumbnail_jpeg,
+                                         first_seen_at, last_seen_at)
+                     VALUES (?1, printf('%064x', ?1), 'x.jpg', 1, 1, 1, 'jpeg', x'FFD8', 0, 0)",
+                    [id],
+                )?;
+                let saved = serde_json::json!({"name": name, "brand": brand}).to_string();
+                tx.execute(
+                    "INSERT INTO products (id, photo_id, saved_json, revision, name, brand, created_at, updated_at)
+                     VALUES (?1, ?1, ?2, 1, ?3, ?4, ?1, ?1)",
+                    rusqlite::params![id, saved, name, brand],
+                )?;
+            }
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let granola =
+        |direction, offset, limit| ProductQuery { text: "gran".into(), direction, offset, limit, ..Default::default() };
+    let walk = |direction, brand: Option<&'static str>| {
+        let catalog = catalog.clone();
+        async move {
+            let mut ids = Vec::new();
+            let mut offset = 0;
+            loop {
+                let page = catalog
+                    .query_products(ProductQuery { brand: brand.map(Into::into), ..granola(direction, offset, 333) })
+                    .await
+                    .unwrap();
+                if page.rows.is_empty() {
+                    return (page.total, ids);
+                }
+                ids.extend(page.rows.iter().map(|r| r.id));
+                offset += 333;
+            }
+        }
+    };
+    let (total, best_first) = walk(SortDirection::Desc, None).await;
+    assert_eq!(total, n as u64);
+    let mut unique = best_first.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len() as i64, n, "every match exactly once");
+    let cutoff = n - i64::from(RANKED_MATCHES) + 1;
+    let ranked = &best_first[..RANKED_MATCHES as usize];
+    assert!(ranked.iter().all(|id| *id >= cutoff), "the newest matches are ranked first");
+    assert_eq!(ranked[0], n, "the best of them first");
+    let older = &best_first[RANKED_MATCHES as usize..];
+    assert_eq!(older, (1..cutoff).rev().collect::<Vec<_>>(), "then the older ones, newest first");
+    assert_eq!(
+        catalog.search_products("gran", 0, 50).await.unwrap().iter().map(|r| r.id).collect::<Vec<_>>(),
+        best_first[..50]
+    );
+    // Ascending is the exact reverse, page by page.
+    let (_, worst_first) = walk(SortDirection::Asc, None).await;
+    assert_eq!(worst_first, best_first.iter().rev().copied().collect::<Vec<_>>());
+    // A filter narrows the matches first: the even products are few enough to be ranked whole,
+    // so product n (the best, and even) leads and the rest are ranked by score.
+    let (even_total, even) = walk(SortDirection::Desc, Some("even")).await;
+    assert_eq!(even_total, n as u64 / 2);
+    assert_eq!(even[0], n);
+    let mut sorted = even.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (1..=n).filter(|id| id % 2 == 0).collect::<Vec<_>>(), "every even match once");
+    let (_, even_reversed) = walk(SortDirection::Asc, Some("even")).await;
+    assert_eq!(even_reversed, even.into_iter().rev().collect::<Vec<_>>());
+    // A filter that keeps more matches than are ranked (every product is unflagged) gives the
+    // same order as no filter, through the joined query.
+    let unflagged = |direction| ProductQuery { flagged: Some(false), limit: 5000, ..granola(direction, 0, 5000) };
+    let page = catalog.query_products(unflagged(SortDirection::Desc)).await.unwrap();
+    assert_eq!(page.total, n as u64);
+    assert_eq!(page.rows.iter().map(|r| r.id).collect::<Vec<_>>(), best_first);
+    let page = catalog
+        .query_products(ProductQuery { offset: 1990, limit: 20, ..unflagged(SortDirection::Desc) })
+        .await
+        .unwrap();
+    assert_eq!(page.rows.iter().map(|r| r.id).collect::<Vec<_>>(), best_first[1990..2010], "across the boundary");
+    let page = catalog.query_products(unflagged(SortDirection::Asc)).await.unwrap();
+    assert_eq!(page.rows.iter().map(|r| r.id).collect::<Vec<_>>(), worst_first);
 }

@@ -75,6 +75,7 @@ use rusqlite::Connection;
 pub use backup::SAFETY_BACKUP_DIR;
 pub use error::CatalogError;
 pub use export::{ExportError, ExportFormat, ExportSummary, ExportedProduct};
+pub use listing::RANKED_MATCHES;
 pub use migrations::SCHEMA_VERSION;
 pub use records::*;
 
@@ -132,6 +133,11 @@ impl Catalog {
         let mut conn = Connection::open(path).map_err(open_error)?;
         configure(&conn).map_err(open_error)?;
         let applied = migrations::apply(&mut conn, migrations::MIGRATIONS)?;
+        // What SQLite recommends for a long-lived connection: refresh the query planner's
+        // statistics where they are missing or stale (bounded work; milliseconds).
+        if let Err(e) = conn.execute_batch("PRAGMA optimize = 0x10002") {
+            tracing::warn!(error = %e, "PRAGMA optimize failed");
+        }
         tracing::info!(path = %path.display(), ?applied, version = SCHEMA_VERSION, "catalog open");
         let jobs = db_thread::spawn(conn).map_err(CatalogError::Spawn)?;
         Ok(Catalog { shared: Arc::new(Shared { jobs, path: path.into() }) })
@@ -264,7 +270,9 @@ impl Catalog {
     }
 
     /// Live products matching the user's text, best match first (name matches above brand,
-    /// category, description and attribute matches; ties newest first). Every
+    /// category, description and attribute matches; equal scores: the newer product first; when
+    /// more than [`RANKED_MATCHES`] products match, the newest that many are ranked and the
+    /// others follow, newest first). Every
     /// whitespace-separated term must match the start of a word, case and diacritics ignored
     /// ("gran" and "GRÀN" find "Granola", "müsli" finds "Musli"). The text is never FTS5 syntax:
     /// quotes, `AND`, `*`, `(`, `-`, `:` are plain characters. A query without letters or digits

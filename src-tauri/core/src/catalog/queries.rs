@@ -289,7 +289,7 @@ pub(super) fn product_for_photo(conn: &Connection, photo: PhotoId) -> Result<Opt
 
 /// Live (not deleted) products.
 pub(super) fn count_products(conn: &Connection) -> Result<u64, CatalogError> {
-    Ok(conn.query_row("SELECT count(*) FROM products WHERE deleted_at IS NULL", [], |row| get_u64(row, 0))?)
+    super::listing::count_live(conn)
 }
 
 /// `data:image/jpeg;base64,…` for an `<img src>`.

@@ -260,7 +260,9 @@ impl Default for ProductQuery {
 #[serde(rename_all = "snake_case")]
 #[ts(export)]
 pub enum SortKey {
-    /// Best match first (`Desc`) when the query has words to search; otherwise like `Updated`.
+    /// Best match first (`Desc`) when the query has words to search, equal scores newer product
+    /// first; otherwise like `Updated`. A search matching more than `RANKED_MATCHES` (2,000)
+    /// products ranks the newest that many; the others follow, newest first.
     #[default]
     Relevance,
     /// Case-insensitively (ASCII letters), like brand and category.

@@ -3,8 +3,8 @@
 -- `products` is rebuilt (SQLite's 12-step table change: it cannot drop a column-level UNIQUE in
 -- place): the UNIQUE on photo_id becomes a partial unique index over extracted products only, so
 -- duplicates can share their original's photo. Everything that names the table (the search view
--- and triggers of 0002) is dropped first and recreated after the rename. Ids are kept, so the
--- full-text index (rowid = products.id) stays valid as it is.
+-- and triggers of 0002) is dropped first and recreated after the rename. Ids are kept; the
+-- full-text index is rebuilt anyway, with more prefix indexes (at the end of this file).
 --
 -- Foreign keys stay on during the rebuild (the migration runs inside a transaction, where
 -- `PRAGMA foreign_keys` cannot change). That is safe here: before this migration nothing
@@ -97,7 +97,11 @@ CREATE INDEX products_live_by_price_nulls_last ON products (price_amount IS NULL
     WHERE deleted_at IS NULL;
 CREATE INDEX products_live_by_gtin ON products (gtin) WHERE deleted_at IS NULL;
 CREATE INDEX products_live_by_gtin_nulls_last ON products (gtin IS NULL, gtin) WHERE deleted_at IS NULL;
-CREATE INDEX products_live_flagged ON products (flagged) WHERE deleted_at IS NULL AND flagged > 0;
+-- The "flagged" filter, in the default order (most recently updated first).
+CREATE INDEX products_live_flagged ON products (updated_at) WHERE deleted_at IS NULL AND flagged > 0;
+-- Deleted products, by when (few): live = all - deleted, each counted on an index. (An index
+-- on `deleted_at IS NULL` rows would make SQLite prefer it over the sort indexes.)
+CREATE INDEX products_deleted ON products (deleted_at) WHERE deleted_at IS NOT NULL;
 
 -- A new saved_json is a new revision (the API writes its product_revisions row in the same
 -- transaction); SQLite refuses a change of saved_json that does not move the revision on.
@@ -129,8 +133,23 @@ INSERT INTO product_revisions (product_id, revision, saved_json, proposed_json, 
                                saved_at)
 SELECT id, revision, saved_json, proposed_json, attempt_id, 'review', '', updated_at FROM products;
 
--- Search (0002) over live products only: a deleted product leaves the index, an undeleted one
--- comes back. The view is still the one place that says what is indexed.
+-- Search (0002), rebuilt: over live products only (a deleted product leaves the index, an
+-- undeleted one comes back), and with prefix indexes for every prefix length people type before
+-- a search narrows (2 to 6 characters): a term of 4 to 6 characters otherwise makes FTS5 merge
+-- the doclists of every word it starts, on every query (measured at 100,000 products: 2 to 5 ms
+-- per statement for "roast", about 1 ms with the index; the index grows by about 40%).
+DROP TABLE products_fts;
+CREATE VIRTUAL TABLE products_fts USING fts5(
+    name,
+    brand,
+    category,
+    description,
+    attributes,
+    tokenize = "unicode61 remove_diacritics 2",
+    prefix = '2 3 4 5 6'
+);
+
+-- The view is still the one place that says what is indexed.
 CREATE VIEW products_search_text AS
 SELECT
     p.id,
@@ -159,3 +178,6 @@ END;
 CREATE TRIGGER products_fts_after_delete AFTER DELETE ON products BEGIN
     DELETE FROM products_fts WHERE rowid = old.id;
 END;
+
+INSERT INTO products_fts (rowid, name, brand, category, description, attributes)
+SELECT * FROM products_search_text;
