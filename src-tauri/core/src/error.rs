@@ -51,8 +51,10 @@ pub enum ErrorCode {
     Catalog,
     /// A product failed validation and was not saved.
     Validation,
-    /// The thing asked for does not exist (a product id, a job).
+    /// The thing asked for does not exist (a product id, a job), or was deleted.
     NotFound,
+    /// Someone else saved the product since it was opened; the edit was not saved. Reload it.
+    RevisionConflict,
     /// Reading or writing a local file failed.
     Io,
 }
@@ -81,6 +83,7 @@ impl ErrorCode {
             Self::Catalog => "catalog",
             Self::Validation => "validation",
             Self::NotFound => "not_found",
+            Self::RevisionConflict => "revision_conflict",
             Self::Io => "io",
         }
     }
@@ -163,6 +166,7 @@ mod tests {
             ErrorCode::Catalog,
             ErrorCode::Validation,
             ErrorCode::NotFound,
+            ErrorCode::RevisionConflict,
             ErrorCode::Io,
         ] {
             assert_eq!(serde_json::to_value(code).unwrap(), serde_json::json!(code.as_str()));

@@ -19,8 +19,8 @@ use serde::Serialize;
 use ts_rs::TS;
 
 use crate::catalog::{
-    AttemptId, AttemptOutcome, AttemptUsage, Catalog, CatalogError, NewAttempt, NewPhoto, PhotoId, ProductId,
-    ProductRecord, SaveProduct,
+    local_user, AttemptId, AttemptOutcome, AttemptUsage, Catalog, CatalogError, NewAttempt, NewPhoto, PhotoId,
+    ProductId, ProductRecord, SaveProduct,
 };
 use crate::config::ImageConfig;
 use crate::error::{Coded, ErrorCode};
@@ -322,7 +322,13 @@ impl Pipeline {
         }
         let record = self
             .catalog
-            .save_product(SaveProduct { photo_id, attempt_id, saved: product, saved_at: (self.clock)() })
+            .save_product(SaveProduct {
+                photo_id,
+                attempt_id,
+                saved: product,
+                saved_by: local_user(),
+                saved_at: (self.clock)(),
+            })
             .await?;
         Ok(record)
     }

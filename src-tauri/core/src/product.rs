@@ -194,6 +194,103 @@ impl Product {
     }
 }
 
+/// One field that differs between two versions of a product, as a person reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct FieldChange {
+    /// A [`Product`] field ("name", "price", "net_content", "uncertain_fields", ...) or one
+    /// attribute, by name: "attributes.Flavor".
+    pub field: String,
+    /// The value before, for display ("4.99 EUR", "500 ml"); `None` when it was empty.
+    pub before: Option<String>,
+    /// The value after; `None` when it is now empty (removed).
+    pub after: Option<String>,
+}
+
+/// What changed from `before` to `after`, one [`FieldChange`] per field whose displayed value
+/// differs; `before: None` compares against an empty product, so every filled field of `after`
+/// is a change.
+///
+/// Order: the schema's fields (name, brand, category, description, price, gtin, color, size,
+/// material, net_content), then the attributes in `after`'s order, then attributes `before` had
+/// and `after` has not, then `uncertain_fields` as one field. Attributes are matched by name; a
+/// name that appears more than once is one change with its values joined by "; ". Values are
+/// compared as displayed, so a change always shows two different strings.
+pub fn diff(before: Option<&Product>, after: &Product) -> Vec<FieldChange> {
+    let empty = Product::default();
+    let before = before.unwrap_or(&empty);
+    let mut changes = Vec::new();
+    let mut push = |field: String, before: Option<String>, after: Option<String>| {
+        if before != after {
+            changes.push(FieldChange { field, before, after });
+        }
+    };
+    for ((field, old), (_, new)) in display_fields(before).into_iter().zip(display_fields(after)) {
+        push(field.to_string(), old, new);
+    }
+    let old_attributes = attribute_values(before);
+    let new_attributes = attribute_values(after);
+    let value_of = |attributes: &[(String, String)], name: &str| {
+        attributes.iter().find(|(n, _)| n == name).map(|(_, value)| value.clone())
+    };
+    for (name, value) in &new_attributes {
+        push(format!("attributes.{name}"), value_of(&old_attributes, name), Some(value.clone()));
+    }
+    for (name, value) in &old_attributes {
+        if value_of(&new_attributes, name).is_none() {
+            push(format!("attributes.{name}"), Some(value.clone()), None);
+        }
+    }
+    let uncertain = |p: &Product| non_empty(p.uncertain_fields.join(", "));
+    push("uncertain_fields".into(), uncertain(before), uncertain(after));
+    changes
+}
+
+/// The scalar fields of `p` in schema order, as [`diff`] displays them.
+fn display_fields(p: &Product) -> [(&'static str, Option<String>); 10] {
+    let text = |value: &Option<String>| value.clone().and_then(non_empty);
+    [
+        ("name", non_empty(p.name.clone())),
+        ("brand", text(&p.brand)),
+        ("category", text(&p.category)),
+        ("description", text(&p.description)),
+        ("price", p.price.as_ref().map(price_text)),
+        ("gtin", text(&p.gtin)),
+        ("color", text(&p.color)),
+        ("size", text(&p.size)),
+        ("material", text(&p.material)),
+        ("net_content", p.net_content.as_ref().map(|c| format!("{} {}", c.value, c.unit).trim().to_string())),
+    ]
+}
+
+/// Each attribute name once, in first-appearance order, with its values joined by "; ".
+fn attribute_values(p: &Product) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for attribute in &p.attributes {
+        match out.iter_mut().find(|(name, _)| *name == attribute.name) {
+            Some((_, value)) => {
+                value.push_str("; ");
+                value.push_str(&attribute.value);
+            }
+            None => out.push((attribute.name.clone(), attribute.value.clone())),
+        }
+    }
+    out
+}
+
+/// "4.99 EUR": the amount with the currency's minor digits (2 when unknown), or every digit it
+/// needs when that would round it ("4.999 EUR").
+pub fn price_text(price: &Price) -> String {
+    let digits = iso_currency::Currency::from_code(&price.currency).and_then(|c| c.exponent()).unwrap_or(2);
+    let fixed = format!("{:.*}", usize::from(digits), price.amount);
+    let amount = if fixed.parse::<f64>().ok() == Some(price.amount) { fixed } else { price.amount.to_string() };
+    format!("{amount} {}", price.currency).trim().to_string()
+}
+
+fn non_empty(s: String) -> Option<String> {
+    (!s.is_empty()).then_some(s)
+}
+
 /// Checks a GTIN-8/12/13/14 (EAN, UPC): digits only, a valid length and the GS1 check digit.
 pub fn check_gtin(gtin: &str) -> Result<(), String> {
     if gtin.is_empty() || !gtin.bytes().all(|b| b.is_ascii_digit()) {
@@ -329,6 +426,159 @@ mod tests {
             assert!(schema["properties"].get(field).is_some(), "{field} missing from {text}");
         }
         assert!(schema["properties"]["price"].to_string().contains("currency"));
+    }
+
+    fn change(field: &str, before: Option<&str>, after: Option<&str>) -> FieldChange {
+        FieldChange { field: field.into(), before: before.map(Into::into), after: after.map(Into::into) }
+    }
+
+    #[test]
+    fn diff_names_each_changed_field_in_schema_order() {
+        let before = Product {
+            name: "Oat Drnk".into(),
+            brand: Some("Oatly".into()),
+            price: Some(Price { amount: 2.5, currency: "EUR".into() }),
+            net_content: Some(NetContent { value: 1.0, unit: "l".into() }),
+            attributes: vec![
+                Attribute { name: "Flavor".into(), value: "Oat".into() },
+                Attribute { name: "Vegan".into(), value: "yes".into() },
+            ],
+            uncertain_fields: vec!["price".into()],
+            ..Default::default()
+        };
+        let after = Product {
+            name: "Oat Drink".into(),
+            brand: Some("Oatly".into()),
+            gtin: Some("4006381333931".into()),
+            price: Some(Price { amount: 4.99, currency: "EUR".into() }),
+            net_content: Some(NetContent { value: 500.0, unit: "ml".into() }),
+            attributes: vec![
+                Attribute { name: "Organic".into(), value: "yes".into() },
+                Attribute { name: "Flavor".into(), value: "Vanilla".into() },
+            ],
+            ..Default::default()
+        };
+        assert_eq!(
+            diff(Some(&before), &after),
+            [
+                change("name", Some("Oat Drnk"), Some("Oat Drink")),
+                change("price", Some("2.50 EUR"), Some("4.99 EUR")),
+                change("gtin", None, Some("4006381333931")),
+                change("net_content", Some("1 l"), Some("500 ml")),
+                change("attributes.Organic", None, Some("yes")),
+                change("attributes.Flavor", Some("Oat"), Some("Vanilla")),
+                change("attributes.Vegan", Some("yes"), None),
+                change("uncertain_fields", Some("price"), None),
+            ]
+        );
+        assert!(diff(Some(&after), &after).is_empty());
+    }
+
+    #[test]
+    fn diff_against_nothing_lists_every_filled_field() {
+        let p = Product {
+            name: "Yen Snack".into(),
+            price: Some(Price { amount: 300.0, currency: "JPY".into() }),
+            attributes: vec![
+                Attribute { name: "Allergen".into(), value: "Soy".into() },
+                Attribute { name: "Allergen".into(), value: "Wheat".into() },
+            ],
+            ..Default::default()
+        };
+        assert_eq!(
+            diff(None, &p),
+            [
+                change("name", None, Some("Yen Snack")),
+                change("price", None, Some("300 JPY")),
+                change("attributes.Allergen", None, Some("Soy; Wheat")),
+            ]
+        );
+        assert_eq!(diff(None, &Product::default()), []);
+        assert_eq!(price_text(&Price { amount: 4.999, currency: "EUR".into() }), "4.999 EUR");
+        assert_eq!(price_text(&Price { amount: 3.0, currency: "XYZ".into() }), "3.00 XYZ");
+    }
+
+    mod properties {
+        use super::super::*;
+        use proptest::option;
+        use proptest::prelude::*;
+
+        fn text() -> impl Strategy<Value = String> {
+            prop_oneof![Just(String::new()), "[A-Za-z ]{1,8}", "\\PC{0,6}"]
+        }
+
+        fn product() -> impl Strategy<Value = Product> {
+            let price = (prop_oneof![Just(0.0), 0.0..1e6f64, any::<f64>()], prop_oneof!["EUR", "JPY", "[A-Z]{3}"])
+                .prop_map(|(amount, currency)| Price { amount, currency });
+            let content = (any::<f64>(), text()).prop_map(|(value, unit)| NetContent { value, unit });
+            let attributes = proptest::collection::vec(
+                (prop_oneof!["Flavor", "Size", text()], text()).prop_map(|(name, value)| Attribute { name, value }),
+                0..4,
+            );
+            let uncertain = proptest::collection::vec(prop_oneof!["price", "gtin", text()], 0..3);
+            (
+                (text(), option::of(text()), option::of(text()), option::of(text()), option::of(price)),
+                (option::of(text()), option::of(text()), option::of(text()), option::of(text()), option::of(content)),
+                (attributes, uncertain),
+            )
+                .prop_map(
+                    |(
+                        (name, brand, category, description, price),
+                        (gtin, color, size, material, net_content),
+                        (attributes, uncertain_fields),
+                    )| Product {
+                        name,
+                        brand,
+                        category,
+                        description,
+                        price,
+                        gtin,
+                        color,
+                        size,
+                        material,
+                        net_content,
+                        attributes,
+                        uncertain_fields,
+                    },
+                )
+        }
+
+        proptest! {
+            #[test]
+            fn a_product_does_not_differ_from_itself(p in product()) {
+                prop_assert!(diff(Some(&p), &p).is_empty());
+                prop_assert!(diff(Some(&p), &p.clone()).is_empty());
+            }
+
+            #[test]
+            fn changes_are_real_unique_and_symmetric(a in product(), b in product()) {
+                let forward = diff(Some(&a), &b);
+                let mut fields: Vec<&str> = forward.iter().map(|c| c.field.as_str()).collect();
+                for change in &forward {
+                    prop_assert_ne!(&change.before, &change.after);
+                }
+                let mut backward: Vec<FieldChange> = diff(Some(&b), &a)
+                    .into_iter()
+                    .map(|c| FieldChange { field: c.field, before: c.after, after: c.before })
+                    .collect();
+                let mut forward = forward.clone();
+                forward.sort_by(|x, y| x.field.cmp(&y.field));
+                backward.sort_by(|x, y| x.field.cmp(&y.field));
+                prop_assert_eq!(&forward, &backward);
+                fields.sort_unstable();
+                let before = fields.len();
+                fields.dedup();
+                prop_assert_eq!(before, fields.len());
+            }
+
+            #[test]
+            fn against_nothing_every_change_is_an_addition(p in product()) {
+                for change in diff(None, &p) {
+                    prop_assert!(change.before.is_none(), "{:?}", change);
+                    prop_assert!(change.after.is_some(), "{:?}", change);
+                }
+            }
+        }
     }
 
     #[test]

@@ -64,7 +64,7 @@ fn proposed(photo_id: PhotoId, name: &str) -> NewAttempt {
 }
 
 fn save(photo_id: PhotoId, attempt_id: Option<i64>, name: &str, saved_at: i64) -> SaveProduct {
-    SaveProduct { photo_id, attempt_id, saved: product(name), saved_at }
+    SaveProduct { photo_id, attempt_id, saved: product(name), saved_by: "tester".into(), saved_at }
 }
 
 async fn pragma<T: rusqlite::types::FromSql + Send + 'static>(catalog: &Catalog, name: &'static str) -> T {
@@ -83,7 +83,9 @@ async fn migrates_an_empty_file_with_wal_and_foreign_keys() {
     assert!(pragma::<i64>(&catalog, "busy_timeout").await >= 1000);
     let tables: Vec<String> = catalog
         .with_connection(|conn| {
-            let mut stmt = conn.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")?;
+            let mut stmt = conn.prepare(
+                "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+            )?;
             let names = stmt.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
             Ok(names)
         })
@@ -94,6 +96,7 @@ async fn migrates_an_empty_file_with_wal_and_foreign_keys() {
         [
             "attempts",
             "photos",
+            "product_revisions",
             "products",
             "products_fts",
             "products_fts_config",
@@ -391,8 +394,10 @@ async fn an_invalid_product_is_refused() {
     let (_dir, catalog) = open();
     let photo_id = catalog.record_photo(photo(1)).await.unwrap();
     let bad = Product { name: " ".into(), gtin: Some("4006381333932".into()), ..product("x") };
-    let err =
-        catalog.save_product(SaveProduct { photo_id, attempt_id: None, saved: bad, saved_at: T0 }).await.unwrap_err();
+    let err = catalog
+        .save_product(SaveProduct { photo_id, attempt_id: None, saved: bad, saved_by: "tester".into(), saved_at: T0 })
+        .await
+        .unwrap_err();
     match &err {
         CatalogError::Invalid { fields, message } => {
             assert_eq!(fields, &["name", "gtin"]);
@@ -405,7 +410,16 @@ async fn an_invalid_product_is_refused() {
 
     // Uncertain fields are not invalid.
     let unsure = Product { uncertain_fields: vec!["price".into()], ..product("Oat Drink") };
-    catalog.save_product(SaveProduct { photo_id, attempt_id: None, saved: unsure, saved_at: T0 }).await.unwrap();
+    catalog
+        .save_product(SaveProduct {
+            photo_id,
+            attempt_id: None,
+            saved: unsure,
+            saved_by: "tester".into(),
+            saved_at: T0,
+        })
+        .await
+        .unwrap();
     assert_eq!(catalog.count_products().await.unwrap(), 1);
 }
 

@@ -39,7 +39,13 @@ async fn save_all(catalog: &Catalog, products: Vec<Product>) -> Vec<ProductRecor
     let mut records = Vec::new();
     for (n, saved) in products.into_iter().enumerate() {
         let photo_id = catalog.record_photo(photo(n as u32 + 1)).await.unwrap();
-        let save = SaveProduct { photo_id, attempt_id: None, saved, saved_at: T0 + n as i64 * 1_001 };
+        let save = SaveProduct {
+            photo_id,
+            attempt_id: None,
+            saved,
+            saved_by: "tester".into(),
+            saved_at: T0 + n as i64 * 1_001,
+        };
         records.push(catalog.save_product(save).await.unwrap());
     }
     records
@@ -154,6 +160,7 @@ async fn json_parses_back_into_the_saved_products() {
             photo_id: records[0].photo_id,
             attempt_id: None,
             saved: again,
+            saved_by: "tester".into(),
             saved_at: T0 + 9_000,
         })
         .await

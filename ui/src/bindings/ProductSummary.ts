@@ -6,6 +6,10 @@ import type { Price } from "./Price";
  */
 export type ProductSummary = { id: number, photo_id: number, name: string, brand: string | null, category: string | null, price: Price | null, gtin: string | null, revision: number, 
 /**
+ * How many fields of the saved product are flagged (see [`ProductRecord::flags`]).
+ */
+flagged: number, 
+/**
  * `data:image/jpeg;base64,…`
  */
 thumbnail: string, updated_at: number, };

@@ -22,6 +22,7 @@ const CODES: ReadonlySet<string> = new Set<ErrorCode>([
   "catalog",
   "validation",
   "not_found",
+  "revision_conflict",
   "io",
   "circuit_open",
   "bulkhead_full",
@@ -147,6 +148,11 @@ const ADVICE: Record<ErrorCode, ErrorAdvice> = {
   not_found: {
     title: "Not found",
     hint: "The file or record no longer exists.",
+    action: "none",
+  },
+  revision_conflict: {
+    title: "Changed by someone else",
+    hint: "Someone saved this product after you opened it, so your edit was not saved. Reload it to see their changes, then edit again.",
     action: "none",
   },
   io: {

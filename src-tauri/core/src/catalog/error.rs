@@ -28,6 +28,22 @@ pub enum CatalogError {
     /// The row asked for does not exist.
     #[error("{what} {id} does not exist")]
     NotFound { what: &'static str, id: i64 },
+    /// The product was deleted (soft delete): it cannot be changed until the delete is undone.
+    #[error("product {id} was deleted; undo the delete to change it")]
+    Deleted { id: i64 },
+    /// Someone saved the product since the editor opened `expected`: the edit was not saved.
+    #[error(
+        "product {id} was changed by {} at revision {current} since you opened revision {expected}; \
+         reload to see their changes",
+        if updated_by.is_empty() { "someone" } else { updated_by.as_str() }
+    )]
+    Conflict { id: i64, expected: u32, current: u32, updated_by: String, updated_at: i64 },
+    /// A file offered for restore is not a usable catalog; the live catalog was not touched.
+    #[error("cannot restore from {path}: {reason}")]
+    RestoreRefused { path: PathBuf, reason: String },
+    /// Reading or writing a file next to the catalog (a backup) failed.
+    #[error("cannot {action} {path}: {source}")]
+    File { action: &'static str, path: PathBuf, source: std::io::Error },
     /// The input was refused; `fields` names what is wrong.
     #[error("invalid {}: {message}", fields.join(", "))]
     Invalid { fields: Vec<String>, message: String },
@@ -52,9 +68,10 @@ impl CatalogError {
 impl Coded for CatalogError {
     fn code(&self) -> ErrorCode {
         match self {
-            Self::NotFound { .. } => ErrorCode::NotFound,
-            Self::Invalid { .. } => ErrorCode::Validation,
-            Self::CreateDir { .. } => ErrorCode::Io,
+            Self::NotFound { .. } | Self::Deleted { .. } => ErrorCode::NotFound,
+            Self::Invalid { .. } | Self::RestoreRefused { .. } => ErrorCode::Validation,
+            Self::Conflict { .. } => ErrorCode::RevisionConflict,
+            Self::CreateDir { .. } | Self::File { .. } => ErrorCode::Io,
             Self::Sqlite(_)
             | Self::Open { .. }
             | Self::Migration { .. }

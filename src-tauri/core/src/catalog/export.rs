@@ -1,8 +1,8 @@
 //! Streaming exports of the saved catalog: Shopify's product CSV, a flat CSV, JSON and JSON Lines.
 //!
 //! [`Catalog::export`] runs on the catalog thread inside one read transaction (a consistent
-//! snapshot; local disk only, never the network). It steps a prepared statement over `products`
-//! ordered by id and writes each row as soon as it is read, so memory stays flat however large
+//! snapshot; local disk only, never the network). It steps a prepared statement over the live
+//! (not deleted) `products` ordered by id and writes each row as soon as it is read, so memory stays flat however large
 //! the catalog is. Every format is built from the *saved* product (`saved_json`), with the row's
 //! id, revision and `updated_at` (ISO 8601, UTC, milliseconds).
 //!
@@ -179,7 +179,7 @@ pub const CSV_HEADERS: [&str; 16] = [
 ];
 
 impl Catalog {
-    /// Writes every saved product, ordered by id, to `out` in `format`, row by row as they are
+    /// Writes every live (not deleted) product, ordered by id, to `out` in `format`, row by row as they are
     /// read (see the [module docs](self)). Runs on the catalog thread in one read transaction;
     /// other jobs wait until it finishes. `out` is flushed at the end.
     pub async fn export(&self, format: ExportFormat, out: Box<dyn Write + Send>) -> Result<ExportSummary, ExportError> {
@@ -218,7 +218,9 @@ fn export_rows(
 ) -> Result<ExportSummary, ExportError> {
     let tx = conn.transaction()?;
     let rows = {
-        let mut stmt = tx.prepare("SELECT id, revision, updated_at, saved_json FROM products ORDER BY id")?;
+        let mut stmt = tx.prepare(
+            "SELECT id, revision, updated_at, saved_json FROM products WHERE deleted_at IS NULL ORDER BY id",
+        )?;
         let mut cursor = stmt.query([])?;
         let mut next = move || -> Result<Option<Row>, ExportError> {
             let Some(row) = cursor.next()? else { return Ok(None) };

@@ -1,18 +1,31 @@
 //! The catalog: a SQLite file holding photos, every extraction attempt (the audit trail) and the
-//! products reviewers saved, each with both Gemini's proposal and the saved version.
+//! products reviewers saved, each with Gemini's proposal, the saved version and every earlier
+//! saved version (its revisions).
 //!
 //! # Layout
 //! - [`Catalog`] (this file) is the async API, a cheap `Clone` handle.
 //! - `db_thread` owns the one [`rusqlite::Connection`] on a dedicated OS thread and runs jobs.
-//! - `queries` holds the SQL as plain synchronous functions.
+//! - `queries` holds the SQL of photos, attempts and saving, as plain synchronous functions;
+//!   `listing` the catalog table ([`Catalog::query_products`], search, facets); `revisions`
+//!   editing (optimistic concurrency, history, soft delete, duplicates); `backup` backups and
+//!   restores with SQLite's online backup API.
 //! - [`migrations`] applies the versioned schema (`migrations/NNNN_*.sql`, `PRAGMA user_version`).
 //! - [`records`] defines inputs and the DTOs the UI sees (re-exported here).
 //! - [`export`] streams the saved products as Shopify CSV, flat CSV, JSON or JSON Lines
 //!   ([`Catalog::export`]).
 //!
-//! Search: `products_fts` (FTS5, migration 0002) indexes each product's saved name, brand,
+//! Search: `products_fts` (FTS5, migration 0002) indexes each live product's saved name, brand,
 //! category, description and attributes; triggers on `products` keep it in sync, so every save
-//! updates the index in the save's own transaction. See [`Catalog::search_products`].
+//! updates the index in the save's own transaction. Since 0003 a deleted product leaves the
+//! index (and an undeleted one returns), so search never sees it. See [`Catalog::search_products`].
+//!
+//! Revisions (migration 0003): `products.revision` starts at 1 and grows with every new saved
+//! version; `product_revisions` keeps each one (who, when, why — [`RevisionSource`] — and the
+//! proposal in force). An edit names the revision it started from and is refused with
+//! [`CatalogError::Conflict`] if someone saved in between ([`Catalog::update_product`]).
+//! Deleting is soft (`deleted_at`): a deleted product is hidden from lists, search, counts and
+//! exports and keeps its history until it is undeleted. A duplicate shares its original's photo;
+//! a photo has at most one extracted (non-duplicate) product.
 //!
 //! # Invariants
 //! - **Only the catalog thread touches SQLite.** Async methods box a synchronous closure, send it
@@ -23,6 +36,9 @@
 //!   `.await`, so a Gemini call cannot happen inside one. The pipeline records the attempt *after*
 //!   the call returns. Between jobs the connection is always in autocommit mode: a job that
 //!   panics or forgets to commit is rolled back before the next job runs.
+//! - **Every saved version is a revision.** Each write of `saved_json` bumps `revision` and
+//!   inserts the `product_revisions` row in the same transaction (a trigger refuses a new
+//!   `saved_json` without a new revision).
 //! - **A panic in a job does not kill the catalog.** It surfaces as [`CatalogError::Panicked`];
 //!   later calls work.
 //! - **References are checked by the API** (`NotFound`, `Invalid`) and again by SQLite
@@ -37,15 +53,18 @@
 //! `busy_timeout = 5 s`. The file lives in the platform data dir ([`Catalog::path_in`] with
 //! [`crate::config::data_dir`]).
 //!
-//! Planned, and designed for: per-product revisions with optimistic concurrency (`products.revision`
-//! exists now), an import queue table (a new migration).
+//! Planned, and designed for: an import queue table (a new migration; its saves can record
+//! [`RevisionSource::Import`]).
 
+mod backup;
 mod db_thread;
 mod error;
 pub mod export;
+mod listing;
 pub mod migrations;
 mod queries;
 pub mod records;
+mod revisions;
 
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
@@ -53,10 +72,23 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
+pub use backup::SAFETY_BACKUP_DIR;
 pub use error::CatalogError;
 pub use export::{ExportError, ExportFormat, ExportSummary, ExportedProduct};
+pub use listing::RANKED_MATCHES;
 pub use migrations::SCHEMA_VERSION;
 pub use records::*;
+
+/// Who is saving, for `updated_by` and the revision history: the login name (`USER`, else
+/// `USERNAME`), or "unknown".
+pub fn local_user() -> String {
+    ["USER", "USERNAME"]
+        .into_iter()
+        .filter_map(|name| std::env::var(name).ok())
+        .map(|user| user.trim().to_string())
+        .find(|user| !user.is_empty())
+        .unwrap_or_else(|| "unknown".into())
+}
 
 /// The database file's name inside the data dir.
 pub const FILE_NAME: &str = "catalog.sqlite3";
@@ -101,6 +133,11 @@ impl Catalog {
         let mut conn = Connection::open(path).map_err(open_error)?;
         configure(&conn).map_err(open_error)?;
         let applied = migrations::apply(&mut conn, migrations::MIGRATIONS)?;
+        // What SQLite recommends for a long-lived connection: refresh the query planner's
+        // statistics where they are missing or stale (bounded work; milliseconds).
+        if let Err(e) = conn.execute_batch("PRAGMA optimize = 0x10002") {
+            tracing::warn!(error = %e, "PRAGMA optimize failed");
+        }
         tracing::info!(path = %path.display(), ?applied, version = SCHEMA_VERSION, "catalog open");
         let jobs = db_thread::spawn(conn).map_err(CatalogError::Spawn)?;
         Ok(Catalog { shared: Arc::new(Shared { jobs, path: path.into() }) })
@@ -132,11 +169,13 @@ impl Catalog {
         self.run(move |conn| queries::attempts(conn, photo)).await
     }
 
-    /// Saves the reviewer's product for a photo, in one transaction.
+    /// Saves the reviewer's product for a photo, in one transaction, as a new revision (source
+    /// [`RevisionSource::Review`]).
     ///
-    /// The first save creates the product (revision 1) with the attempt's proposal copied next to
-    /// the saved version; later saves of the same photo update it (revision + 1), so a photo never
-    /// has two products. A later save with `attempt_id: None` keeps the stored proposal.
+    /// The first save creates the photo's product (revision 1) with the attempt's proposal copied
+    /// next to the saved version; later saves of the same photo update it (revision + 1), so a
+    /// photo never has two extracted products (duplicates aside). A later save with
+    /// `attempt_id: None` keeps the stored proposal. A save over a deleted product undeletes it.
     ///
     /// Refused: a product with invalid fields (`Invalid`, naming them), an attempt of another
     /// photo (`Invalid`), a missing photo or attempt (`NotFound`).
@@ -144,39 +183,152 @@ impl Catalog {
         self.run(move |conn| queries::save_product(conn, &save)).await
     }
 
-    /// Products, most recently updated first.
-    pub async fn list_products(&self, offset: u32, limit: u32) -> Result<Vec<ProductSummary>, CatalogError> {
-        self.run(move |conn| queries::list_products(conn, offset, limit)).await
+    /// Saves an edit of a product as a new revision, if nobody saved it since the editor opened
+    /// `expected_revision`. With an `attempt_id` (a re-extraction), that attempt's proposal becomes
+    /// the product's proposal. An update that changes nothing (same product, no attempt) writes
+    /// nothing and returns the product as it is. The caller normalizes the product
+    /// ([`crate::product::Product::normalized`]); it is stored as given.
+    ///
+    /// Refused, with nothing saved: invalid fields (`Invalid`, naming them); a stale
+    /// `expected_revision` ([`CatalogError::Conflict`], saying who saved which revision); an
+    /// attempt of another photo or one that failed (`Invalid`); a missing product or attempt
+    /// (`NotFound`); a deleted product ([`CatalogError::Deleted`], code `not_found`: undo the
+    /// delete first).
+    pub async fn update_product(&self, update: UpdateProduct) -> Result<ProductRecord, CatalogError> {
+        self.run(move |conn| revisions::update_product(conn, &update)).await
     }
 
-    /// Products matching the user's text, best match first (name matches above brand, category,
-    /// description and attribute matches). Every whitespace-separated term must match the start
-    /// of a word, case and diacritics ignored ("gran" and "GRÀN" find "Granola", "müsli" finds
-    /// "Musli"). The text is never FTS5 syntax: quotes, `AND`, `*`, `(`, `-`, `:` are plain
-    /// characters. A query without letters or digits lists the products like [`Self::list_products`].
+    /// Every revision of a product (deleted or not), newest first, each with what it changed:
+    /// against the revision before, and for the first one kept, against the proposal in force
+    /// then (Gemini's original proposal; every filled field when there was none). Products saved
+    /// before schema version 3 start their history at the revision they had then.
+    ///
+    /// Refused: a missing product (`NotFound`).
+    pub async fn history(&self, id: ProductId) -> Result<Vec<RevisionRecord>, CatalogError> {
+        self.run(move |conn| revisions::history(conn, id)).await
+    }
+
+    /// Deletes a product softly: it leaves lists, search, counts and exports, keeps its history
+    /// and can be brought back with [`Self::undelete_product`]. The revision does not change.
+    ///
+    /// Refused: a missing product (`NotFound`), an already deleted one
+    /// ([`CatalogError::Deleted`], code `not_found`).
+    pub async fn delete_product(
+        &self,
+        id: ProductId,
+        deleted_by: &str,
+        at: i64,
+    ) -> Result<ProductRecord, CatalogError> {
+        let by = deleted_by.to_owned();
+        self.run(move |conn| revisions::delete_product(conn, id, &by, at)).await
+    }
+
+    /// Undoes [`Self::delete_product`]. The revision does not change; who undid it and when is
+    /// logged, not stored.
+    ///
+    /// Refused: a missing product (`NotFound`); one that is not deleted (`Invalid`); an extracted
+    /// product whose photo has another extracted product now (`Invalid`; cannot happen through
+    /// this API, since saving the photo again undeletes the deleted product instead).
+    pub async fn undelete_product(&self, id: ProductId, by: &str, at: i64) -> Result<ProductRecord, CatalogError> {
+        let by = by.to_owned();
+        self.run(move |conn| revisions::undelete_product(conn, id, &by, at)).await
+    }
+
+    /// Copies a product into a new one for the same photo: `duplicate_of` = `id`, revision 1
+    /// (source [`RevisionSource::Duplicate`]), the saved product with " (copy)" after its name,
+    /// no proposal and no attempt.
+    ///
+    /// Refused: a missing product (`NotFound`), a deleted one ([`CatalogError::Deleted`]).
+    pub async fn duplicate_product(&self, id: ProductId, by: &str, at: i64) -> Result<ProductRecord, CatalogError> {
+        let by = by.to_owned();
+        self.run(move |conn| revisions::duplicate_product(conn, id, &by, at)).await
+    }
+
+    /// One page of the catalog table and how many live products match in all (see
+    /// [`ProductQuery`]): the text search of [`Self::search_products`], the filters, the sort.
+    /// Deleted products never appear.
+    pub async fn query_products(&self, query: ProductQuery) -> Result<ProductPage, CatalogError> {
+        self.run(move |conn| listing::query_products(conn, &query)).await
+    }
+
+    /// The categories and brands of live products with their counts, most common first (then by
+    /// value), for the catalog's filters.
+    pub async fn facets(&self) -> Result<Facets, CatalogError> {
+        self.run(listing::facets).await
+    }
+
+    /// Live products, most recently updated first.
+    pub async fn list_products(&self, offset: u32, limit: u32) -> Result<Vec<ProductSummary>, CatalogError> {
+        let query = ProductQuery {
+            sort: SortKey::Updated,
+            direction: SortDirection::Desc,
+            offset,
+            limit,
+            ..Default::default()
+        };
+        self.run(move |conn| listing::query_rows(conn, &query)).await
+    }
+
+    /// Live products matching the user's text, best match first (name matches above brand,
+    /// category, description and attribute matches; equal scores: the newer product first; when
+    /// more than [`RANKED_MATCHES`] products match, the newest that many are ranked and the
+    /// others follow, newest first). Every
+    /// whitespace-separated term must match the start of a word, case and diacritics ignored
+    /// ("gran" and "GRÀN" find "Granola", "müsli" finds "Musli"). The text is never FTS5 syntax:
+    /// quotes, `AND`, `*`, `(`, `-`, `:` are plain characters. A query without letters or digits
+    /// lists the products like [`Self::list_products`].
     pub async fn search_products(
         &self,
         query: &str,
         offset: u32,
         limit: u32,
     ) -> Result<Vec<ProductSummary>, CatalogError> {
-        let query = query.to_owned();
-        self.run(move |conn| queries::search_products(conn, &query, offset, limit)).await
+        let query = ProductQuery { text: query.to_owned(), offset, limit, ..Default::default() };
+        self.run(move |conn| listing::query_rows(conn, &query)).await
     }
 
-    /// One product; `NotFound` if it does not exist.
+    /// One product, deleted or not (see [`ProductRecord::deleted_at`]); `NotFound` if it does not
+    /// exist.
     pub async fn get_product(&self, id: ProductId) -> Result<ProductRecord, CatalogError> {
         self.run(move |conn| queries::get_product(conn, id)).await
     }
 
-    /// The product saved for a photo, if any.
+    /// The product extracted from a photo (not a duplicate), deleted or not: the one a new save of
+    /// the photo updates.
     pub async fn product_for_photo(&self, photo: PhotoId) -> Result<Option<ProductId>, CatalogError> {
         self.run(move |conn| queries::product_for_photo(conn, photo)).await
     }
 
-    /// How many products the catalog holds.
+    /// How many live (not deleted) products the catalog holds.
     pub async fn count_products(&self) -> Result<u64, CatalogError> {
         self.run(|conn| queries::count_products(conn)).await
+    }
+
+    /// Copies the whole catalog to `path` with SQLite's online backup API, as one consistent
+    /// snapshot, through a temporary file renamed into place (a failed backup leaves no file
+    /// under `path`). An existing file at `path` is replaced. The backup is a standalone SQLite
+    /// file that [`Self::restore_from`] accepts.
+    ///
+    /// Refused: `path` naming the live catalog file (`Invalid`). Fails with `File`/`CreateDir`
+    /// (code `io`) or `Sqlite` when the disk does.
+    pub async fn backup_to(&self, path: &Path) -> Result<BackupSummary, CatalogError> {
+        let (live, target) = (self.shared.path.clone(), path.to_path_buf());
+        self.run(move |conn| backup::backup_to(conn, &live, &target)).await
+    }
+
+    /// Replaces the catalog with the backup at `path`, after a safety copy of the current
+    /// catalog to `<catalog dir>/backups/before-restore-<at>.sqlite3` ([`SAFETY_BACKUP_DIR`]);
+    /// then migrates it to [`SCHEMA_VERSION`] and checks it. One job on the catalog thread: no
+    /// other call sees a half-restored catalog. If the migration or the final check fails, the
+    /// safety copy is put back and the error returned.
+    ///
+    /// Refused, without touching the catalog ([`CatalogError::RestoreRefused`], code
+    /// `validation`, saying why): a missing file, the live catalog itself, a file that is not a
+    /// SQLite database or is damaged (`integrity_check`, `foreign_key_check`), one written by a
+    /// newer app (schema version above [`SCHEMA_VERSION`]), a SQLite file that is not a catalog.
+    pub async fn restore_from(&self, path: &Path, at: i64) -> Result<RestoreSummary, CatalogError> {
+        let (live, source) = (self.shared.path.clone(), path.to_path_buf());
+        self.run(move |conn| backup::restore_from(conn, &live, &source, at)).await
     }
 
     /// Runs `f` with the connection on the catalog thread: for diagnostics (`PRAGMA

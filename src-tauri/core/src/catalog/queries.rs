@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 use super::records::*;
 use super::CatalogError;
 use crate::error::ErrorCode;
-use crate::product::{FlagKind, Price, Product};
+use crate::product::{FlagKind, Product};
 
 pub(super) fn record_photo(conn: &mut Connection, photo: &NewPhoto) -> Result<PhotoId, CatalogError> {
     let sha256 = photo.sha256.to_ascii_lowercase();
@@ -122,23 +122,15 @@ pub(super) fn attempts(conn: &Connection, photo: PhotoId) -> Result<Vec<AttemptR
 }
 
 pub(super) fn save_product(conn: &mut Connection, save: &SaveProduct) -> Result<ProductRecord, CatalogError> {
-    let invalid: Vec<_> = save.saved.validate().into_iter().filter(|f| f.kind == FlagKind::Invalid).collect();
-    if !invalid.is_empty() {
-        let message = invalid.iter().map(|f| format!("{}: {}", f.field, f.message)).collect::<Vec<_>>().join("; ");
-        return Err(CatalogError::Invalid { fields: invalid.into_iter().map(|f| f.field).collect(), message });
-    }
+    refuse_invalid(&save.saved)?;
     let saved_json = serde_json::to_string(&save.saved)?;
+    let columns = ListingColumns::of(&save.saved);
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     require_photo(&tx, save.photo_id)?;
     let proposed_json: Option<String> = match save.attempt_id {
         None => None,
         Some(attempt) => {
-            let (photo, proposal): (PhotoId, Option<String>) = tx
-                .query_row("SELECT photo_id, proposal_json FROM attempts WHERE id = ?1", [attempt], |row| {
-                    Ok((row.get(0)?, row.get(1)?))
-                })
-                .optional()?
-                .ok_or(CatalogError::NotFound { what: "attempt", id: attempt })?;
+            let (photo, proposal) = attempt_of(&tx, attempt)?;
             if photo != save.photo_id {
                 return Err(CatalogError::invalid(
                     "attempt_id",
@@ -148,12 +140,13 @@ pub(super) fn save_product(conn: &mut Connection, save: &SaveProduct) -> Result<
             proposal
         }
     };
-    let product = &save.saved;
+    // The conflict target is the partial unique index products_one_per_photo: the photo's
+    // extracted product (never a duplicate). Saving over a deleted one brings it back.
     let id: ProductId = tx.query_row(
         "INSERT INTO products (photo_id, attempt_id, proposed_json, saved_json, revision, name, brand, category,
-                               price_amount, price_currency, gtin, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)
-         ON CONFLICT (photo_id) DO UPDATE SET
+                               price_amount, price_currency, gtin, flagged, created_at, updated_at, updated_by)
+         VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13)
+         ON CONFLICT (photo_id) WHERE duplicate_of IS NULL DO UPDATE SET
              attempt_id = coalesce(excluded.attempt_id, attempt_id),
              proposed_json = CASE WHEN excluded.attempt_id IS NULL THEN proposed_json
                                   ELSE excluded.proposed_json END,
@@ -165,45 +158,118 @@ pub(super) fn save_product(conn: &mut Connection, save: &SaveProduct) -> Result<
              price_amount = excluded.price_amount,
              price_currency = excluded.price_currency,
              gtin = excluded.gtin,
-             updated_at = excluded.updated_at
+             flagged = excluded.flagged,
+             updated_at = excluded.updated_at,
+             updated_by = excluded.updated_by,
+             deleted_at = NULL,
+             deleted_by = NULL
          RETURNING id",
         params![
             save.photo_id,
             save.attempt_id,
             proposed_json,
             saved_json,
-            product.name,
-            product.brand,
-            product.category,
-            product.price.as_ref().map(|p| p.amount),
-            product.price.as_ref().map(|p| p.currency.as_str()),
-            product.gtin,
+            columns.name,
+            columns.brand,
+            columns.category,
+            columns.price_amount,
+            columns.price_currency,
+            columns.gtin,
+            columns.flagged,
             save.saved_at,
+            save.saved_by,
         ],
         |row| row.get(0),
     )?;
+    insert_revision(&tx, id, RevisionSource::Review)?;
     let record = get_product(&tx, id)?;
     tx.commit()?;
     Ok(record)
 }
 
+/// Refuses a product with invalid fields, naming them (uncertain fields are fine).
+pub(super) fn refuse_invalid(product: &Product) -> Result<(), CatalogError> {
+    let invalid: Vec<_> = product.validate().into_iter().filter(|f| f.kind == FlagKind::Invalid).collect();
+    if invalid.is_empty() {
+        return Ok(());
+    }
+    let message = invalid.iter().map(|f| format!("{}: {}", f.field, f.message)).collect::<Vec<_>>().join("; ");
+    Err(CatalogError::Invalid { fields: invalid.into_iter().map(|f| f.field).collect(), message })
+}
+
+/// The columns of `products` denormalized from the saved product.
+pub(super) struct ListingColumns<'a> {
+    pub name: &'a str,
+    pub brand: Option<&'a str>,
+    pub category: Option<&'a str>,
+    pub price_amount: Option<f64>,
+    pub price_currency: Option<&'a str>,
+    pub gtin: Option<&'a str>,
+    /// `validate().len()`: a saved product has no invalid fields, so these are its uncertain ones.
+    pub flagged: u32,
+}
+
+impl<'a> ListingColumns<'a> {
+    pub(super) fn of(product: &'a Product) -> Self {
+        Self {
+            name: &product.name,
+            brand: product.brand.as_deref(),
+            category: product.category.as_deref(),
+            price_amount: product.price.as_ref().map(|p| p.amount),
+            price_currency: product.price.as_ref().map(|p| p.currency.as_str()),
+            gtin: product.gtin.as_deref(),
+            flagged: u32::try_from(product.validate().len()).unwrap_or(u32::MAX),
+        }
+    }
+}
+
+/// The photo an attempt belongs to and its proposal (`None` when it failed); `NotFound` if the
+/// attempt does not exist.
+pub(super) fn attempt_of(conn: &Connection, attempt: AttemptId) -> Result<(PhotoId, Option<String>), CatalogError> {
+    conn.query_row("SELECT photo_id, proposal_json FROM attempts WHERE id = ?1", [attempt], |row| {
+        Ok((row.get(0)?, row.get(1)?))
+    })
+    .optional()?
+    .ok_or(CatalogError::NotFound { what: "attempt", id: attempt })
+}
+
+/// Appends the product's current state to its history, as revision `products.revision`. Every
+/// write of `saved_json` calls this in the same transaction.
+pub(super) fn insert_revision(conn: &Connection, id: ProductId, source: RevisionSource) -> Result<(), CatalogError> {
+    conn.prepare_cached(
+        "INSERT INTO product_revisions (product_id, revision, saved_json, proposed_json, attempt_id, source,
+                                        saved_by, saved_at)
+         SELECT id, revision, saved_json, proposed_json, attempt_id, ?2, updated_by, updated_at
+         FROM products WHERE id = ?1",
+    )?
+    .execute(params![id, source.as_str()])?;
+    Ok(())
+}
+
 pub(super) fn get_product(conn: &Connection, id: ProductId) -> Result<ProductRecord, CatalogError> {
     let mut stmt = conn.prepare_cached(
         "SELECT p.id, p.photo_id, p.attempt_id, p.proposed_json, p.saved_json, p.revision, p.created_at,
-                p.updated_at, ph.sha256, ph.original_path, ph.thumbnail_jpeg
+                p.updated_at, ph.sha256, ph.original_path, ph.thumbnail_jpeg, p.updated_by, p.duplicate_of,
+                p.deleted_at, p.deleted_by
          FROM products p JOIN photos ph ON ph.id = p.photo_id
          WHERE p.id = ?1",
     )?;
     stmt.query_row([id], |row| {
+        let saved = json_column::<Product>(row, 4)?.ok_or_else(|| conversion_error(4, "saved_json is NULL".into()))?;
         Ok(ProductRecord {
             id: row.get(0)?,
             photo_id: row.get(1)?,
             attempt_id: row.get(2)?,
             proposed: json_column(row, 3)?,
-            saved: json_column::<Product>(row, 4)?.ok_or_else(|| conversion_error(4, "saved_json is NULL".into()))?,
+            flags: saved.validate(),
+            saved,
             revision: row.get(5)?,
             created_at: row.get(6)?,
             updated_at: row.get(7)?,
+            updated_by: row.get(11)?,
+            duplicate_of: row.get(12)?,
+            deleted_at: row.get(13)?,
+            deleted_by: row.get(14)?,
             sha256: row.get(8)?,
             original_path: row.get(9)?,
             thumbnail: thumbnail_url(row.get_ref(10)?.as_blob()?),
@@ -213,82 +279,17 @@ pub(super) fn get_product(conn: &Connection, id: ProductId) -> Result<ProductRec
     .ok_or(CatalogError::NotFound { what: "product", id })
 }
 
-pub(super) fn list_products(conn: &Connection, offset: u32, limit: u32) -> Result<Vec<ProductSummary>, CatalogError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT p.id, p.photo_id, p.name, p.brand, p.category, p.price_amount, p.price_currency, p.gtin,
-                p.revision, p.updated_at, ph.thumbnail_jpeg
-         FROM products p JOIN photos ph ON ph.id = p.photo_id
-         ORDER BY p.updated_at DESC, p.id DESC
-         LIMIT ?1 OFFSET ?2",
-    )?;
-    let rows = stmt.query_map([limit, offset], summary_row)?;
-    Ok(rows.collect::<Result<_, _>>()?)
-}
-
-/// Full-text search (`products_fts`, migration 0002), best match first: bm25 with the name
-/// weighted highest, then brand, category, and description and attributes; ties newest first.
-/// A query without searchable terms lists the products like [`list_products`].
-pub(super) fn search_products(
-    conn: &Connection,
-    query: &str,
-    offset: u32,
-    limit: u32,
-) -> Result<Vec<ProductSummary>, CatalogError> {
-    let Some(fts_query) = fts_query(query) else {
-        return list_products(conn, offset, limit);
-    };
-    let mut stmt = conn.prepare_cached(
-        "SELECT p.id, p.photo_id, p.name, p.brand, p.category, p.price_amount, p.price_currency, p.gtin,
-                p.revision, p.updated_at, ph.thumbnail_jpeg
-         FROM products_fts
-         JOIN products p ON p.id = products_fts.rowid
-         JOIN photos ph ON ph.id = p.photo_id
-         WHERE products_fts MATCH ?1
-         ORDER BY bm25(products_fts, 10.0, 4.0, 2.0, 1.0, 1.0), p.updated_at DESC, p.id DESC
-         LIMIT ?2 OFFSET ?3",
-    )?;
-    let rows = stmt.query_map(params![fts_query, limit, offset], summary_row)?;
-    Ok(rows.collect::<Result<_, _>>()?)
-}
-
-/// The user's text as an FTS5 query: every whitespace-separated term becomes a quoted prefix term
-/// (`"term"*`, inner quotes doubled), all of which must match. Quoting makes every character
-/// literal, so operators (`AND`, `NOT`, `NEAR`), `*`, `(`, `-`, `:` and column filters in the
-/// input are searched as text, never parsed. Terms with no letter or digit (which the tokenizer
-/// would drop) are skipped; `None` when nothing searchable is left.
-fn fts_query(text: &str) -> Option<String> {
-    let terms: Vec<String> = text
-        .split_whitespace()
-        .filter(|term| term.chars().any(char::is_alphanumeric))
-        .map(|term| format!("\"{}\"*", term.replace('"', "\"\"")))
-        .collect();
-    (!terms.is_empty()).then(|| terms.join(" "))
-}
-
-/// A row of `products p JOIN photos ph` in the column order of [`list_products`].
-fn summary_row(row: &Row<'_>) -> rusqlite::Result<ProductSummary> {
-    let amount: Option<f64> = row.get(5)?;
-    let currency: Option<String> = row.get(6)?;
-    Ok(ProductSummary {
-        id: row.get(0)?,
-        photo_id: row.get(1)?,
-        name: row.get(2)?,
-        brand: row.get(3)?,
-        category: row.get(4)?,
-        price: amount.zip(currency).map(|(amount, currency)| Price { amount, currency }),
-        gtin: row.get(7)?,
-        revision: row.get(8)?,
-        updated_at: row.get(9)?,
-        thumbnail: thumbnail_url(row.get_ref(10)?.as_blob()?),
-    })
-}
-
+/// The photo's extracted product (not a duplicate), deleted or not: saving the photo again
+/// updates this one.
 pub(super) fn product_for_photo(conn: &Connection, photo: PhotoId) -> Result<Option<ProductId>, CatalogError> {
-    Ok(conn.query_row("SELECT id FROM products WHERE photo_id = ?1", [photo], |row| row.get(0)).optional()?)
+    Ok(conn
+        .query_row("SELECT id FROM products WHERE photo_id = ?1 AND duplicate_of IS NULL", [photo], |row| row.get(0))
+        .optional()?)
 }
 
+/// Live (not deleted) products.
 pub(super) fn count_products(conn: &Connection) -> Result<u64, CatalogError> {
-    Ok(conn.query_row("SELECT count(*) FROM products", [], |row| get_u64(row, 0))?)
+    super::listing::count_live(conn)
 }
 
 /// `data:image/jpeg;base64,…` for an `<img src>`.
@@ -297,7 +298,7 @@ pub(super) fn thumbnail_url(jpeg: &[u8]) -> String {
 }
 
 /// The API checks references itself, so callers get `NotFound` rather than a foreign key error.
-fn require_photo(conn: &Connection, photo: PhotoId) -> Result<(), CatalogError> {
+pub(super) fn require_photo(conn: &Connection, photo: PhotoId) -> Result<(), CatalogError> {
     let exists: bool = conn.query_row("SELECT EXISTS (SELECT 1 FROM photos WHERE id = ?1)", [photo], |r| r.get(0))?;
     if exists {
         Ok(())
@@ -306,18 +307,18 @@ fn require_photo(conn: &Connection, photo: PhotoId) -> Result<(), CatalogError> 
     }
 }
 
-fn to_i64(field: &str, value: u64) -> Result<i64, CatalogError> {
+pub(super) fn to_i64(field: &str, value: u64) -> Result<i64, CatalogError> {
     i64::try_from(value).map_err(|_| CatalogError::invalid(field, format!("{value} is too large")))
 }
 
 /// A non-negative INTEGER column (rusqlite reads `u64` only with a feature we do not need).
-fn get_u64(row: &Row<'_>, idx: usize) -> rusqlite::Result<u64> {
+pub(super) fn get_u64(row: &Row<'_>, idx: usize) -> rusqlite::Result<u64> {
     let value: i64 = row.get(idx)?;
     u64::try_from(value).map_err(|_| rusqlite::Error::IntegralValueOutOfRange(idx, value))
 }
 
 /// A nullable JSON text column, parsed.
-fn json_column<T: DeserializeOwned>(row: &Row<'_>, idx: usize) -> rusqlite::Result<Option<T>> {
+pub(super) fn json_column<T: DeserializeOwned>(row: &Row<'_>, idx: usize) -> rusqlite::Result<Option<T>> {
     match row.get_ref(idx)?.as_str_or_null()? {
         None => Ok(None),
         Some(text) => serde_json::from_str(text)
@@ -331,21 +332,6 @@ fn parse_error_code(idx: usize, code: &str) -> rusqlite::Result<ErrorCode> {
         .map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, Type::Text, Box::new(e)))
 }
 
-fn conversion_error(idx: usize, message: String) -> rusqlite::Error {
+pub(super) fn conversion_error(idx: usize, message: String) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(idx, Type::Text, message.into())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_term_is_a_quoted_prefix_term() {
-        assert_eq!(fts_query("  "), None);
-        assert_eq!(fts_query("( - * :"), None);
-        assert_eq!(fts_query("gran"), Some(r#""gran"*"#.into()));
-        assert_eq!(fts_query("oat  AND\tmilk"), Some(r#""oat"* "AND"* "milk"*"#.into()));
-        assert_eq!(fts_query(r#"12" name:x"#), Some(r#""12"""* "name:x"*"#.into()));
-        assert_eq!(fts_query("crème"), Some(r#""crème"*"#.into()));
-    }
 }

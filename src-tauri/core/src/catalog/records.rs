@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use crate::error::ErrorCode;
-use crate::product::{Price, Product};
+use crate::product::{FieldChange, FieldFlag, Price, Product};
 
 /// A row of `photos`.
 pub type PhotoId = i64;
@@ -73,6 +73,66 @@ pub struct SaveProduct {
     /// for a product typed by hand, or, when the product exists already, to keep its proposal.
     pub attempt_id: Option<AttemptId>,
     pub saved: Product,
+    /// Who saved it (`local_user` for the person at this computer).
+    pub saved_by: String,
+    /// Unix ms.
+    pub saved_at: i64,
+}
+
+/// Why a revision of a product was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum RevisionSource {
+    /// A reviewer saved an extraction (`Catalog::save_product`).
+    Review,
+    /// Someone edited the saved product in the catalog.
+    Edit,
+    /// A new extraction of the same photo replaced the proposal (and the saved product).
+    Reextract,
+    /// The product was created as a copy of another (`Catalog::duplicate_product`).
+    Duplicate,
+    /// The import queue wrote it.
+    Import,
+    /// An earlier revision was brought back.
+    Restore,
+}
+
+impl RevisionSource {
+    /// The snake_case name, as serialized and as stored in `product_revisions.source`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Review => "review",
+            Self::Edit => "edit",
+            Self::Reextract => "reextract",
+            Self::Duplicate => "duplicate",
+            Self::Import => "import",
+            Self::Restore => "restore",
+        }
+    }
+
+    pub(super) fn parse(s: &str) -> Option<Self> {
+        [Self::Review, Self::Edit, Self::Reextract, Self::Duplicate, Self::Import, Self::Restore]
+            .into_iter()
+            .find(|source| source.as_str() == s)
+    }
+}
+
+/// An edit of a saved product (`Catalog::update_product`), checked against the revision
+/// the editor started from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpdateProduct {
+    pub id: ProductId,
+    /// The revision the editor opened; the update is refused if the product has moved on since.
+    pub expected_revision: u32,
+    /// The whole product as it should be saved (the caller normalizes it, see
+    /// `Product::normalized`).
+    pub saved: Product,
+    /// `Some` for a re-extraction: that attempt's proposal becomes the product's proposal. It
+    /// must belong to the product's photo and have a proposal. `None` keeps the proposal.
+    pub attempt_id: Option<AttemptId>,
+    pub source: RevisionSource,
+    pub saved_by: String,
     /// Unix ms.
     pub saved_at: i64,
 }
@@ -96,8 +156,23 @@ pub struct ProductRecord {
     pub revision: u32,
     #[ts(type = "number")]
     pub created_at: i64,
+    /// When the current revision was saved.
     #[ts(type = "number")]
     pub updated_at: i64,
+    /// Who saved the current revision ("" for revisions from before schema version 3).
+    pub updated_by: String,
+    /// The product this one was copied from; `None` for a product saved from its photo.
+    #[ts(type = "number | null")]
+    pub duplicate_of: Option<ProductId>,
+    /// When it was deleted (soft delete: it is hidden from lists, search and exports and can be
+    /// brought back); `None` while it is live.
+    #[ts(type = "number | null")]
+    pub deleted_at: Option<i64>,
+    /// Who deleted it; `None` while it is live.
+    pub deleted_by: Option<String>,
+    /// [`Product::validate`] of the saved product: the fields to look at again (uncertain ones;
+    /// never invalid ones, which cannot be saved).
+    pub flags: Vec<FieldFlag>,
     pub sha256: String,
     pub original_path: String,
     /// `data:image/jpeg;base64,…`
@@ -118,10 +193,171 @@ pub struct ProductSummary {
     pub price: Option<Price>,
     pub gtin: Option<String>,
     pub revision: u32,
+    /// How many fields of the saved product are flagged (see [`ProductRecord::flags`]).
+    pub flagged: u32,
     /// `data:image/jpeg;base64,…`
     pub thumbnail: String,
     #[ts(type = "number")]
     pub updated_at: i64,
+}
+
+/// What the catalog table asks for (`Catalog::query_products`). Every field has a
+/// default, so the UI may send only the fields it sets: `{}` is the first 100 live products, most
+/// recently updated first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(default)]
+#[ts(export)]
+pub struct ProductQuery {
+    /// Words to search (see `Catalog::search_products`); blank lists everything.
+    #[ts(optional = nullable)]
+    pub text: String,
+    /// Only this category, compared whole and case-insensitively (ASCII letters).
+    #[ts(optional = nullable)]
+    pub category: Option<String>,
+    /// Only this brand, compared whole and case-insensitively (ASCII letters).
+    #[ts(optional = nullable)]
+    pub brand: Option<String>,
+    /// `Some(true)`: only products with flagged fields; `Some(false)`: only those without.
+    #[ts(optional = nullable)]
+    pub flagged: Option<bool>,
+    /// Inclusive bounds on the price amount, whatever the currency. A bound leaves out products
+    /// without a price.
+    #[ts(optional = nullable)]
+    pub price_min: Option<f64>,
+    #[ts(optional = nullable)]
+    pub price_max: Option<f64>,
+    #[ts(optional = nullable)]
+    pub sort: SortKey,
+    #[ts(optional = nullable)]
+    pub direction: SortDirection,
+    #[ts(optional = nullable)]
+    pub offset: u32,
+    /// At most this many rows (default 100).
+    #[ts(optional = nullable)]
+    pub limit: u32,
+}
+
+impl Default for ProductQuery {
+    fn default() -> Self {
+        Self {
+            text: String::new(),
+            category: None,
+            brand: None,
+            flagged: None,
+            price_min: None,
+            price_max: None,
+            sort: SortKey::default(),
+            direction: SortDirection::default(),
+            offset: 0,
+            limit: 100,
+        }
+    }
+}
+
+/// The column the catalog table is sorted by. Ties are broken by id in the same direction;
+/// products without the value (no brand, no price) come last in both directions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum SortKey {
+    /// Best match first (`Desc`) when the query has words to search, equal scores newer product
+    /// first; otherwise like `Updated`. A search matching more than `RANKED_MATCHES` (2,000)
+    /// products ranks the newest that many; the others follow, newest first.
+    #[default]
+    Relevance,
+    /// Case-insensitively (ASCII letters), like brand and category.
+    Name,
+    Brand,
+    Category,
+    /// By amount, whatever the currency.
+    Price,
+    Gtin,
+    /// When the current revision was saved.
+    Updated,
+}
+
+/// Ascending or descending. For [`SortKey::Relevance`], `Desc` is best match first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum SortDirection {
+    Asc,
+    #[default]
+    Desc,
+}
+
+/// One page of `Catalog::query_products`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct ProductPage {
+    /// How many live products match, on every page.
+    #[ts(type = "number")]
+    pub total: u64,
+    pub rows: Vec<ProductSummary>,
+}
+
+/// The values the catalog's filters offer, with how many live products have each.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct Facets {
+    pub categories: Vec<FacetValue>,
+    pub brands: Vec<FacetValue>,
+}
+
+/// A category or brand and its product count. Spellings that differ only in ASCII case are one
+/// value (shown in the spelling that sorts first, e.g. "Snacks" over "snacks").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct FacetValue {
+    pub value: String,
+    #[ts(type = "number")]
+    pub count: u64,
+}
+
+/// One saved version of a product (`Catalog::history`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct RevisionRecord {
+    pub revision: u32,
+    pub source: RevisionSource,
+    pub saved_by: String,
+    #[ts(type = "number")]
+    pub saved_at: i64,
+    pub saved: Product,
+    /// What this revision changed: against the previous revision, or, for the first one kept,
+    /// against the proposal in force then (Gemini's original proposal; every filled field when
+    /// there was none).
+    pub changes: Vec<FieldChange>,
+}
+
+/// What `Catalog::backup_to` wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct BackupSummary {
+    /// The backup file.
+    pub path: String,
+    /// Its size.
+    #[ts(type = "number")]
+    pub bytes: u64,
+    /// Live products in it.
+    #[ts(type = "number")]
+    pub products: u64,
+    pub schema_version: u32,
+}
+
+/// What `Catalog::restore_from` did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct RestoreSummary {
+    /// Live products in the catalog now.
+    #[ts(type = "number")]
+    pub products: u64,
+    /// The restored file's schema version, before migrating it.
+    pub schema_version_before: u32,
+    /// The schema version now (`SCHEMA_VERSION`).
+    pub migrated_to: u32,
+    /// The copy of the catalog as it was before the restore.
+    pub safety_backup: String,
 }
 
 /// How an attempt ended, as the audit view shows it.

@@ -1,0 +1,232 @@
+//! Backups and restores of the whole catalog file with SQLite's online backup API, on the catalog
+//! thread (one job each: no other catalog call runs in between).
+//!
+//! A backup is written to a hidden `.<name>.partial` file next to the target and renamed over it
+//! only when complete, so a failed backup never leaves a half-written file under the target's
+//! name. Backups are ordinary rollback-journal SQLite files (no `-wal` beside them), safe to copy.
+//!
+//! A restore first checks the candidate, opened read-only, without touching the live catalog:
+//! `PRAGMA integrity_check` and `foreign_key_check` must pass, its schema version must be one this
+//! app knows (1..=[`SCHEMA_VERSION`]) and it must have the catalog's `photos` and `products`
+//! tables. Then the live catalog is copied to `backups/before-restore-<unix ms>.sqlite3` beside
+//! it, the candidate is copied into the live connection, migrated to [`SCHEMA_VERSION`] and
+//! checked again; if that fails, the safety copy is put back.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::backup::{Backup, StepResult};
+use rusqlite::{Connection, OpenFlags};
+
+use super::migrations::{self, MIGRATIONS, SCHEMA_VERSION};
+use super::queries::count_products;
+use super::records::{BackupSummary, RestoreSummary};
+use super::CatalogError;
+
+/// How often a copy retries while another process holds a lock, and how long it waits between
+/// tries (together about the connection's busy timeout).
+const LOCK_RETRIES: u32 = 50;
+const LOCK_PAUSE: Duration = Duration::from_millis(100);
+
+/// The directory, beside the catalog file, that holds the safety copies made before a restore.
+pub const SAFETY_BACKUP_DIR: &str = "backups";
+
+pub(super) fn backup_to(conn: &Connection, live: &Path, target: &Path) -> Result<BackupSummary, CatalogError> {
+    if is_live_file(live, target) {
+        return Err(CatalogError::invalid(
+            "path",
+            format!("{} is the live catalog; choose another file for the backup", target.display()),
+        ));
+    }
+    let Some(file_name) = target.file_name() else {
+        return Err(CatalogError::invalid("path", format!("{} is not a file name", target.display())));
+    };
+    let dir = match target.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir).map_err(|source| CatalogError::CreateDir { path: dir.clone(), source })?;
+    let partial = dir.join(format!(".{}.partial", file_name.to_string_lossy()));
+    remove_if_present(&partial)?;
+    let written = write_backup(conn, &partial).and_then(|(products, schema_version)| {
+        std::fs::rename(&partial, target).map_err(|source| CatalogError::File {
+            action: "move the backup to",
+            path: target.into(),
+            source,
+        })?;
+        Ok((products, schema_version))
+    });
+    let (products, schema_version) = match written {
+        Ok(counts) => counts,
+        Err(e) => {
+            // Best effort: the error that matters is the one above.
+            let _ = std::fs::remove_file(&partial);
+            let _ = std::fs::remove_file(journal_of(&partial));
+            return Err(e);
+        }
+    };
+    let bytes = std::fs::metadata(target)
+        .map_err(|source| CatalogError::File { action: "read the size of", path: target.into(), source })?
+        .len();
+    Ok(BackupSummary { path: target.display().to_string(), bytes, products, schema_version })
+}
+
+/// Copies the catalog into a new file at `path`; returns its live products and schema version.
+fn write_backup(conn: &Connection, path: &Path) -> Result<(u64, u32), CatalogError> {
+    let mut out = Connection::open(path)?;
+    copy(conn, &mut out)?;
+    // The copy carries the live file's WAL flag; a backup is one self-contained file.
+    out.pragma_update_and_check(None, "journal_mode", "DELETE", |_| Ok(()))?;
+    let counts = (count_products(&out)?, migrations::schema_version(&out)?);
+    out.close().map_err(|(_, e)| e)?;
+    Ok(counts)
+}
+
+pub(super) fn restore_from(
+    conn: &mut Connection,
+    live: &Path,
+    source: &Path,
+    at: i64,
+) -> Result<RestoreSummary, CatalogError> {
+    let refuse = |reason: String| CatalogError::RestoreRefused { path: source.into(), reason };
+    if is_live_file(live, source) {
+        return Err(refuse("it is the live catalog itself".into()));
+    }
+    if !source.is_file() {
+        return Err(refuse("there is no such file".into()));
+    }
+    let candidate = Connection::open_with_flags(source, OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .map_err(|e| refuse(format!("it cannot be opened ({e})")))?;
+    let schema_version_before = check_candidate(&candidate).map_err(refuse)?;
+
+    let dir = live.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let safety = dir.join(SAFETY_BACKUP_DIR).join(format!("before-restore-{at}.sqlite3"));
+    backup_to(conn, live, &safety)?;
+
+    copy(&candidate, conn)?;
+    drop(candidate);
+    conn.flush_prepared_statement_cache();
+    let checked = migrations::apply(conn, MIGRATIONS).and_then(|_| {
+        let problems = integrity_problems(conn)?;
+        match problems.first() {
+            None => Ok(()),
+            Some(first) => Err(refuse(format!("after restoring, the catalog failed its integrity check: {first}"))),
+        }
+    });
+    if let Err(e) = checked {
+        tracing::error!(error = %e, safety = %safety.display(), "restore failed; putting the previous catalog back");
+        let previous = Connection::open_with_flags(&safety, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+        copy(&previous, conn)?;
+        conn.flush_prepared_statement_cache();
+        return Err(e);
+    }
+    let summary = RestoreSummary {
+        products: count_products(conn)?,
+        schema_version_before,
+        migrated_to: migrations::schema_version(conn)?,
+        safety_backup: safety.display().to_string(),
+    };
+    tracing::info!(from = %source.display(), ?summary, "catalog restored");
+    Ok(summary)
+}
+
+/// Why `candidate` is not a catalog this app can restore, or its schema version.
+fn check_candidate(candidate: &Connection) -> Result<u32, String> {
+    let problems = integrity_problems(candidate)
+        .map_err(|e| format!("it is not a SQLite database, or it is damaged ({})", sqlite_message(&e)))?;
+    if let Some(first) = problems.first() {
+        return Err(format!("it is damaged: {first}"));
+    }
+    let version = migrations::schema_version(candidate).map_err(|e| format!("it cannot be read ({e})"))?;
+    if version > SCHEMA_VERSION {
+        return Err(format!(
+            "it was written by a newer version of the app (schema version {version}; this app knows up to \
+             {SCHEMA_VERSION}); update the app first"
+        ));
+    }
+    let tables: u32 = candidate
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('photos', 'products')",
+            [],
+            |row| row.get(0),
+        )
+        .map_err(|e| format!("it cannot be read ({e})"))?;
+    if version == 0 || tables != 2 {
+        return Err("it is a SQLite database, but not a product-extractor catalog".into());
+    }
+    let violations: Option<String> = candidate
+        .query_row("SELECT \"table\" FROM pragma_foreign_key_check LIMIT 1", [], |row| row.get(0))
+        .map(Some)
+        .or_else(|e| if e == rusqlite::Error::QueryReturnedNoRows { Ok(None) } else { Err(e) })
+        .map_err(|e| format!("it cannot be read ({e})"))?;
+    if let Some(table) = violations {
+        return Err(format!("it is damaged: rows of {table} refer to rows that do not exist"));
+    }
+    Ok(version)
+}
+
+/// `PRAGMA integrity_check`'s findings; empty when it says "ok".
+fn integrity_problems(conn: &Connection) -> Result<Vec<String>, CatalogError> {
+    let mut stmt = conn.prepare("PRAGMA integrity_check")?;
+    let rows: Vec<String> = stmt.query_map([], |row| row.get(0))?.collect::<Result<_, _>>()?;
+    Ok(if rows == ["ok"] { Vec::new() } else { rows })
+}
+
+fn sqlite_message(e: &CatalogError) -> String {
+    match e {
+        CatalogError::Sqlite(rusqlite::Error::SqliteFailure(_, Some(message))) => message.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Copies every page of `from` into `to` in one step (a consistent snapshot), retrying for a
+/// while if another process holds a lock.
+fn copy(from: &Connection, to: &mut Connection) -> Result<(), CatalogError> {
+    let backup = Backup::new(from, to)?;
+    for _ in 0..LOCK_RETRIES {
+        match backup.step(-1)? {
+            StepResult::Done => return Ok(()),
+            StepResult::More => continue,
+            _busy_or_locked => std::thread::sleep(LOCK_PAUSE),
+        }
+    }
+    Err(CatalogError::Sqlite(rusqlite::Error::SqliteFailure(
+        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+        Some("another process kept the catalog locked during the copy".into()),
+    )))
+}
+
+/// True when `path` names the live catalog file or one of its side files.
+fn is_live_file(live: &Path, path: &Path) -> bool {
+    let (Some(live), Some(path)) = (resolved(live), resolved(path)) else { return false };
+    let live = live.as_os_str().to_string_lossy().into_owned();
+    let path = path.as_os_str().to_string_lossy().into_owned();
+    path == live || ["-wal", "-shm", "-journal"].iter().any(|side| path == format!("{live}{side}"))
+}
+
+/// `path` with symlinks and `..` resolved, whether or not the file itself exists yet.
+fn resolved(path: &Path) -> Option<PathBuf> {
+    if let Ok(path) = path.canonicalize() {
+        return Some(path);
+    }
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    Some(dir.canonicalize().ok()?.join(path.file_name()?))
+}
+
+fn journal_of(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push("-journal");
+    PathBuf::from(name)
+}
+
+fn remove_if_present(path: &Path) -> Result<(), CatalogError> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(CatalogError::File { action: "remove the unfinished backup", path: path.into(), source: e })
+        }
+        _ => Ok(()),
+    }
+}

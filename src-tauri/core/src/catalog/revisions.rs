@@ -1,0 +1,249 @@
+//! Editing saved products: optimistic-concurrency updates, the revision history, soft delete and
+//! undo, and duplicates. Synchronous; each write is one `BEGIN IMMEDIATE` transaction on the
+//! catalog thread.
+//!
+//! Every write of a product's `saved_json` bumps `products.revision` and appends the new state to
+//! `product_revisions` (see [`insert_revision`]) in the same transaction; a trigger of migration
+//! 0003 refuses a new `saved_json` without a new revision. Deleting and undeleting change neither.
+
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+
+use super::queries::{
+    attempt_of, conversion_error, get_product, insert_revision, json_column, refuse_invalid, ListingColumns,
+};
+use super::records::*;
+use super::CatalogError;
+use crate::product::{diff, Product};
+
+/// What the write paths need to know about a product before changing it.
+struct Current {
+    photo_id: PhotoId,
+    revision: u32,
+    updated_by: String,
+    updated_at: i64,
+    duplicate_of: Option<ProductId>,
+    deleted_at: Option<i64>,
+    saved_json: String,
+}
+
+fn current(conn: &Connection, id: ProductId) -> Result<Current, CatalogError> {
+    conn.query_row(
+        "SELECT photo_id, revision, updated_by, updated_at, duplicate_of, deleted_at, saved_json
+         FROM products WHERE id = ?1",
+        [id],
+        |row| {
+            Ok(Current {
+                photo_id: row.get(0)?,
+                revision: row.get(1)?,
+                updated_by: row.get(2)?,
+                updated_at: row.get(3)?,
+                duplicate_of: row.get(4)?,
+                deleted_at: row.get(5)?,
+                saved_json: row.get(6)?,
+            })
+        },
+    )
+    .optional()?
+    .ok_or(CatalogError::NotFound { what: "product", id })
+}
+
+/// A live product, or `NotFound` / `Deleted`.
+fn live(conn: &Connection, id: ProductId) -> Result<Current, CatalogError> {
+    let current = current(conn, id)?;
+    if current.deleted_at.is_some() {
+        return Err(CatalogError::Deleted { id });
+    }
+    Ok(current)
+}
+
+pub(super) fn update_product(conn: &mut Connection, update: &UpdateProduct) -> Result<ProductRecord, CatalogError> {
+    refuse_invalid(&update.saved)?;
+    let saved_json = serde_json::to_string(&update.saved)?;
+    let columns = ListingColumns::of(&update.saved);
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let id = update.id;
+    let current = live(&tx, id)?;
+    if current.revision != update.expected_revision {
+        return Err(CatalogError::Conflict {
+            id,
+            expected: update.expected_revision,
+            current: current.revision,
+            updated_by: current.updated_by,
+            updated_at: current.updated_at,
+        });
+    }
+    let proposal = match update.attempt_id {
+        None => None,
+        Some(attempt) => {
+            let (photo, proposal) = attempt_of(&tx, attempt)?;
+            if photo != current.photo_id {
+                return Err(CatalogError::invalid(
+                    "attempt_id",
+                    format!(
+                        "attempt {attempt} belongs to photo {photo}, not to photo {} of product {id}",
+                        current.photo_id
+                    ),
+                ));
+            }
+            let Some(proposal) = proposal else {
+                return Err(CatalogError::invalid(
+                    "attempt_id",
+                    format!("attempt {attempt} failed; it has no proposal to keep"),
+                ));
+            };
+            Some(proposal)
+        }
+    };
+    if proposal.is_none() && saved_json == current.saved_json {
+        // Nothing changes: no new revision.
+        return get_product(&tx, id);
+    }
+    tx.execute(
+        "UPDATE products SET
+             saved_json = ?2,
+             revision = revision + 1,
+             attempt_id = coalesce(?3, attempt_id),
+             proposed_json = CASE WHEN ?3 IS NULL THEN proposed_json ELSE ?4 END,
+             name = ?5, brand = ?6, category = ?7, price_amount = ?8, price_currency = ?9, gtin = ?10,
+             flagged = ?11, updated_at = ?12, updated_by = ?13
+         WHERE id = ?1",
+        params![
+            id,
+            saved_json,
+            update.attempt_id,
+            proposal,
+            columns.name,
+            columns.brand,
+            columns.category,
+            columns.price_amount,
+            columns.price_currency,
+            columns.gtin,
+            columns.flagged,
+            update.saved_at,
+            update.saved_by,
+        ],
+    )?;
+    insert_revision(&tx, id, update.source)?;
+    let record = get_product(&tx, id)?;
+    tx.commit()?;
+    Ok(record)
+}
+
+pub(super) fn history(conn: &mut Connection, id: ProductId) -> Result<Vec<RevisionRecord>, CatalogError> {
+    let tx = conn.transaction()?;
+    current(&tx, id)?;
+    let mut stmt = tx.prepare_cached(
+        "SELECT revision, source, saved_by, saved_at, saved_json, proposed_json
+         FROM product_revisions WHERE product_id = ?1 ORDER BY revision",
+    )?;
+    let rows = stmt.query_map([id], |row| {
+        let source: String = row.get(1)?;
+        let source = RevisionSource::parse(&source)
+            .ok_or_else(|| conversion_error(1, format!("unknown revision source {source:?}")))?;
+        let saved: Product = json_column(row, 4)?.ok_or_else(|| conversion_error(4, "saved_json is NULL".into()))?;
+        let proposed: Option<Product> = json_column(row, 5)?;
+        Ok((row.get::<_, u32>(0)?, source, row.get::<_, String>(2)?, row.get::<_, i64>(3)?, saved, proposed))
+    })?;
+    let mut history: Vec<RevisionRecord> = Vec::new();
+    for row in rows {
+        let (revision, source, saved_by, saved_at, saved, proposed) = row?;
+        // The first revision kept is compared with the proposal in force then; every later one
+        // with the one before it.
+        let changes = match history.last() {
+            Some(previous) => diff(Some(&previous.saved), &saved),
+            None => diff(proposed.as_ref(), &saved),
+        };
+        history.push(RevisionRecord { revision, source, saved_by, saved_at, saved, changes });
+    }
+    history.reverse();
+    Ok(history)
+}
+
+pub(super) fn delete_product(
+    conn: &mut Connection,
+    id: ProductId,
+    by: &str,
+    at: i64,
+) -> Result<ProductRecord, CatalogError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    live(&tx, id)?;
+    tx.execute("UPDATE products SET deleted_at = ?2, deleted_by = ?3 WHERE id = ?1", params![id, at, by])?;
+    let record = get_product(&tx, id)?;
+    tx.commit()?;
+    Ok(record)
+}
+
+pub(super) fn undelete_product(
+    conn: &mut Connection,
+    id: ProductId,
+    by: &str,
+    at: i64,
+) -> Result<ProductRecord, CatalogError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let current = current(&tx, id)?;
+    if current.deleted_at.is_none() {
+        return Err(CatalogError::invalid("id", format!("product {id} is not deleted")));
+    }
+    if current.duplicate_of.is_none() {
+        // Belt and braces: products_one_per_photo keeps a deleted extracted product's place, so a
+        // save of its photo updates it rather than creating another one.
+        let other: Option<ProductId> = tx
+            .query_row(
+                "SELECT id FROM products WHERE photo_id = ?1 AND duplicate_of IS NULL AND id <> ?2",
+                params![current.photo_id, id],
+                |row| row.get(0),
+            )
+            .optional()?;
+        if let Some(other) = other {
+            return Err(CatalogError::invalid(
+                "id",
+                format!("photo {} has product {other} now; edit that one instead", current.photo_id),
+            ));
+        }
+    }
+    tx.execute("UPDATE products SET deleted_at = NULL, deleted_by = NULL WHERE id = ?1", [id])?;
+    let record = get_product(&tx, id)?;
+    tx.commit()?;
+    tracing::info!(product_id = id, by, at, "product undeleted");
+    Ok(record)
+}
+
+pub(super) fn duplicate_product(
+    conn: &mut Connection,
+    id: ProductId,
+    by: &str,
+    at: i64,
+) -> Result<ProductRecord, CatalogError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let original = live(&tx, id)?;
+    let mut saved: Product = serde_json::from_str(&original.saved_json)?;
+    saved.name = format!("{} (copy)", saved.name);
+    let saved_json = serde_json::to_string(&saved)?;
+    let columns = ListingColumns::of(&saved);
+    let copy: ProductId = tx.query_row(
+        "INSERT INTO products (photo_id, attempt_id, duplicate_of, proposed_json, saved_json, revision, name, brand,
+                               category, price_amount, price_currency, gtin, flagged, created_at, updated_at,
+                               updated_by)
+         VALUES (?1, NULL, ?2, NULL, ?3, 1, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12)
+         RETURNING id",
+        params![
+            original.photo_id,
+            id,
+            saved_json,
+            columns.name,
+            columns.brand,
+            columns.category,
+            columns.price_amount,
+            columns.price_currency,
+            columns.gtin,
+            columns.flagged,
+            at,
+            by,
+        ],
+        |row| row.get(0),
+    )?;
+    insert_revision(&tx, copy, RevisionSource::Duplicate)?;
+    let record = get_product(&tx, copy)?;
+    tx.commit()?;
+    Ok(record)
+}
