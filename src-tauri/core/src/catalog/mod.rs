@@ -44,7 +44,7 @@ mod db_thread;
 mod error;
 pub mod export;
 pub mod migrations;
-mod queries;
+pub(crate) mod queries;
 pub mod records;
 
 use std::path::{Path, PathBuf};
