@@ -93,6 +93,7 @@ async fn migrates_an_empty_file_with_wal_and_foreign_keys() {
         tables,
         [
             "attempts",
+            "import_items",
             "photos",
             "products",
             "products_fts",
