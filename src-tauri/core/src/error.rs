@@ -53,6 +53,9 @@ pub enum ErrorCode {
     Validation,
     /// The thing asked for does not exist (a product id, a job).
     NotFound,
+    /// The thing changed since it was read, or is in use: an import item is no longer in the state
+    /// the action needs, or another product-extractor holds the import queue.
+    Conflict,
     /// Reading or writing a local file failed.
     Io,
 }
@@ -81,6 +84,7 @@ impl ErrorCode {
             Self::Catalog => "catalog",
             Self::Validation => "validation",
             Self::NotFound => "not_found",
+            Self::Conflict => "conflict",
             Self::Io => "io",
         }
     }
@@ -163,6 +167,7 @@ mod tests {
             ErrorCode::Catalog,
             ErrorCode::Validation,
             ErrorCode::NotFound,
+            ErrorCode::Conflict,
             ErrorCode::Io,
         ] {
             assert_eq!(serde_json::to_value(code).unwrap(), serde_json::json!(code.as_str()));

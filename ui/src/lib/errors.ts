@@ -22,6 +22,7 @@ const CODES: ReadonlySet<string> = new Set<ErrorCode>([
   "catalog",
   "validation",
   "not_found",
+  "conflict",
   "io",
   "circuit_open",
   "bulkhead_full",
@@ -147,6 +148,11 @@ const ADVICE: Record<ErrorCode, ErrorAdvice> = {
   not_found: {
     title: "Not found",
     hint: "The file or record no longer exists.",
+    action: "none",
+  },
+  conflict: {
+    title: "Changed meanwhile",
+    hint: "This changed since it was shown (or another product-extractor window is using it). Refresh and try again.",
     action: "none",
   },
   io: {
