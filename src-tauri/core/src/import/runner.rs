@@ -260,6 +260,15 @@ impl Shared {
     /// Publishes counts read on the catalog thread (unless newer ones were published already),
     /// with `changes` more changes to items.
     pub(crate) fn publish<T>(&self, counted: &Counted<T>, changes: u64) {
+        self.publish_with(counted, changes, None);
+    }
+
+    /// One item changed: counts, the change counter, and its event.
+    fn item_changed<T>(&self, id: ItemId, state: ItemState, counted: &Counted<T>) {
+        self.publish_with(counted, 1, Some((id, state)));
+    }
+
+    fn publish_with<T>(&self, counted: &Counted<T>, changes: u64, item: Option<(ItemId, ItemState)>) {
         let now = Instant::now();
         let per_minute = self.throughput.lock().unwrap_or_else(std::sync::PoisonError::into_inner).per_minute(now);
         self.progress.send_modify(|p| {
@@ -269,16 +278,13 @@ impl Shared {
             p.changes += changes;
             p.throughput_per_min = (per_minute * 10.0).round() / 10.0;
             p.eta_ms = eta_ms(p.counts.active(), per_minute);
+            // Sent before the progress watchers wake: whoever sees the new progress (e.g. "settled")
+            // finds the event already in the channel. Nobody listening is fine.
+            if let Some((id, state)) = item {
+                let _ = self.events.send(ItemChanged { id, state, change: p.changes });
+            }
         });
         self.refresh();
-    }
-
-    /// One item changed: counts, the change counter, and its event.
-    fn item_changed<T>(&self, id: ItemId, state: ItemState, counted: &Counted<T>) {
-        self.publish(counted, 1);
-        let change = self.progress.borrow().changes;
-        // Nobody listening is fine.
-        let _ = self.events.send(ItemChanged { id, state, change });
     }
 
     /// Runs a single-item change and announces it.
