@@ -37,8 +37,12 @@
 //! `busy_timeout = 5 s`. The file lives in the platform data dir ([`Catalog::path_in`] with
 //! [`crate::config::data_dir`]).
 //!
+//! The bulk-import queue's table (`import_items`, migration 0003) belongs to [`crate::import`],
+//! which runs its SQL through [`Catalog::with_connection`] and writes an attempt or a product in
+//! its own transaction through `queries::record_attempt_in` / `queries::save_product_in`.
+//!
 //! Planned, and designed for: per-product revisions with optimistic concurrency (`products.revision`
-//! exists now), an import queue table (a new migration).
+//! exists now).
 
 mod db_thread;
 mod error;
