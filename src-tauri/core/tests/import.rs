@@ -701,3 +701,17 @@ async fn missing_paths_are_listed_as_unreadable() {
     assert!(rows[0].updated_at > 1_600_000_000_000);
     assert_eq!(settled(&queue).await.status, ImportStatus::Finished);
 }
+
+/// After a shutdown, other handles' controls return at once (nobody is left to wait for) and the
+/// lock is free again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn controls_after_shutdown_return_at_once() {
+    let s = Setup::with(Duration::ZERO, 1).await;
+    let queue = s.open(idle()).await;
+    let other = queue.clone();
+    queue.shutdown().await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(tokio::time::timeout(Duration::from_secs(2), other.cancel()).await.is_ok());
+    drop(other);
+    s.open(idle()).await;
+}

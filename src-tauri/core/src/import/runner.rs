@@ -75,6 +75,8 @@ struct Control {
     hold_seq: u64,
     /// Callers of `cancel` waiting for the driver to have abandoned the work in flight.
     cancels: Vec<oneshot::Sender<()>>,
+    /// The driver runs; once it ended (the queue shut down), `cancel` has nobody to wait for.
+    driver_alive: bool,
     /// Items in flight (the driver's count).
     in_flight: usize,
 }
@@ -127,7 +129,7 @@ impl Shared {
         Self {
             store,
             pipeline: RwLock::new(pipeline),
-            control: Mutex::new(Control { mode, ..Control::default() }),
+            control: Mutex::new(Control { mode, driver_alive: true, ..Control::default() }),
             wake: Notify::new(),
             gate: watch::channel(false).0,
             progress: watch::channel(ImportProgress::new(ImportStatus::Idle)).0,
@@ -205,10 +207,13 @@ impl Shared {
         {
             let mut control = self.control();
             control.mode = Mode::Idle;
+            if !control.driver_alive {
+                return;
+            }
             control.cancels.push(reply);
         }
         self.changed();
-        // If the driver is gone (the queue is shutting down) there is nothing to wait for.
+        // The driver answers once the work in flight is abandoned (or when it ends).
         let _ = done.await;
     }
 
@@ -382,6 +387,7 @@ fn status_of(mode: Mode, hold: Option<&Hold>, p: &ImportProgress, in_flight: usi
 /// The driver: claims items while the queue may run, and reaps their tasks. Ends when aborted
 /// (the last handle dropped), dropping (aborting) the item tasks with it.
 pub(crate) async fn drive(shared: Arc<Shared>) {
+    let _alive = DriverAlive(shared.clone());
     let mut tasks: JoinSet<()> = JoinSet::new();
     // The last claim found nothing queued; look again only after a change.
     let mut exhausted = false;
@@ -455,6 +461,18 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
             }
             seq = hold_over(wait) => shared.clear_hold(seq),
         }
+    }
+}
+
+/// Marks the driver gone when its future is dropped (the queue aborted it), answering waiting
+/// `cancel` calls: their items are re-queued at the next open.
+struct DriverAlive(Arc<Shared>);
+
+impl Drop for DriverAlive {
+    fn drop(&mut self) {
+        let mut control = self.0.control();
+        control.driver_alive = false;
+        control.cancels.clear();
     }
 }
 
