@@ -193,3 +193,135 @@ async fn a_failing_gemini_opens_the_breaker_for_the_rest_of_the_batch() {
     assert_eq!(lines[4]["summary"]["breaker"]["state"], "OPEN");
     assert_eq!(lines[4]["summary"]["breaker"]["notPermittedCalls"], 2);
 }
+
+/// `n` distinct generated photos in `dir` (created), seeds from `seed`.
+fn photos(dir: &Path, n: u64, seed: u64) -> Vec<PathBuf> {
+    std::fs::create_dir_all(dir).unwrap();
+    (0..n)
+        .map(|i| {
+            let path = dir.join(format!("photo-{i:02}.jpg"));
+            std::fs::write(&path, pe_core::fake_gemini::photos::sample_jpeg(seed + i, 320, 240, 85)).unwrap();
+            path
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn import_prints_a_line_per_item_and_a_summary_and_a_second_run_resumes() {
+    let fake = FakeGemini::start(FakeOptions::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let shoot = dir.path().join("shoot");
+    let files = photos(&shoot.join("sub"), 4, 10);
+    std::fs::write(shoot.join("notes.txt"), b"x").unwrap();
+    std::fs::copy(&files[0], shoot.join("copy-of-first.jpg")).unwrap();
+    let env = [("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &fake.base_url() as &str)];
+    let data = dir.path().join("data");
+    let out = cli(&data, &env, &["import", "--json", "--concurrency", "2", shoot.to_str().unwrap()]).await;
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 7, "{lines:?}");
+    let summary = &lines[6]["summary"];
+    assert_eq!(
+        [&summary["ready"], &summary["saved"], &summary["failed"], &summary["skipped"], &summary["duplicates"]],
+        [4, 0, 0, 2, 1]
+    );
+    assert_eq!(summary["breaker"]["state"], "CLOSED");
+    let ready: Vec<&Value> = lines.iter().filter(|l| l["state"] == "ready").collect();
+    assert_eq!(ready.len(), 4);
+    for line in &ready {
+        assert_eq!(line["ok"], true);
+        // The folder is read in name order: copy-of-first.jpg comes before sub/photo-00.jpg, which is
+        // then the duplicate.
+        let file = line["file"].as_str().unwrap();
+        assert!(file.ends_with("shoot/copy-of-first.jpg") || file.contains("shoot/sub/photo-0"), "{file}");
+        assert!(!file.ends_with("photo-00.jpg"), "{file}");
+        assert!(line["product"]["name"].as_str().is_some_and(|n| !n.is_empty()));
+        assert!(line["usage"]["prompt_tokens"].as_u64().unwrap() > 0);
+        assert!(line["attempt_id"].as_i64().is_some() && line["photo_id"].as_i64().is_some());
+        assert!(line.get("saved_product_id").is_none());
+    }
+    let skipped: Vec<&str> =
+        lines.iter().filter(|l| l["state"] == "skipped").map(|l| l["skipped"]["reason"].as_str().unwrap()).collect();
+    assert_eq!(skipped.len(), 2);
+    assert!(skipped.contains(&"not_a_photo") && skipped.contains(&"already_queued"), "{skipped:?}");
+    assert_eq!(fake.generate_count(), 4);
+
+    // The fake proposes one of six products per photo; one has an invalid GTIN, which --save
+    // refuses (like the review form): that item stays ready and its line says why.
+    let invalid =
+        ready.iter().filter(|l| l["flags"].as_array().unwrap().iter().any(|f| f["kind"] == "invalid")).count();
+
+    // Again, with --save: nothing is sent again; the ready items are saved.
+    let out = cli(&data, &env, &["import", "--save", shoot.to_str().unwrap()]).await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let expected_code = if invalid == 0 { 0 } else { 1 };
+    assert_eq!(out.status.code(), Some(expected_code), "{text} {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(text.lines().filter(|l| l.starts_with("saved ")).count(), 4 - invalid, "{text}");
+    assert_eq!(text.lines().filter(|l| l.contains("[validation] not saved")).count(), invalid, "{text}");
+    let last = text.lines().last().unwrap();
+    assert!(last.starts_with(&format!("{} saved, {invalid} ready, 0 failed, 2 skipped (1 duplicates)", 4 - invalid)));
+    assert_eq!(fake.generate_count(), 4, "a second run resumes, it does not start over");
+    let out = cli(&data, &env, &["products", "list", "--json"]).await;
+    assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap().as_array().unwrap().len(), 4 - invalid);
+
+    // `import status` shows the queue, without a key.
+    let out = cli(&data, &[], &["import", "status", "--json"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["counts"]["saved"], 4 - invalid);
+    assert_eq!(status["total"], 6);
+    assert_eq!(status["items"].as_array().unwrap().len(), 6);
+    let out = cli(&data, &[], &["import", "status"]).await;
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("6 items: 0 queued"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn import_stops_on_a_bad_key_with_exit_2_and_the_items_wait_for_a_good_one() {
+    let fake = FakeGemini::start(FakeOptions::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let shoot = dir.path().join("shoot");
+    photos(&shoot, 3, 50);
+    let data = dir.path().join("data");
+    let bad = [("GEMINI_API_KEY", "AIzaNOTTHEKEY-import-77"), ("GEMINI_BASE_URL", &fake.base_url() as &str)];
+    let out = cli(&data, &bad, &["import", "--json", "--concurrency", "1", shoot.to_str().unwrap()]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("API key"), "{stderr}");
+    assert!(!stderr.contains("NOTTHEKEY") && !String::from_utf8_lossy(&out.stdout).contains("NOTTHEKEY"));
+    assert_eq!(fake.generate_count(), 1, "stopped after the first rejection");
+    let out = cli(&data, &[], &["import", "status", "--json"]).await;
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["counts"]["queued"], 3, "{status}");
+
+    let good = [("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &fake.base_url() as &str)];
+    let out = cli(&data, &good, &["import", "--save", "--json", shoot.to_str().unwrap()]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines = json_lines(&out);
+    assert_eq!(lines.iter().filter(|l| l["state"] == "saved" && l["ok"] == true).count(), 3, "{lines:?}");
+    assert!(lines.iter().all(|l| l.get("saved_product_id").is_none() || l["saved_product_id"].as_i64().is_some()));
+    assert_eq!(lines.last().unwrap()["summary"]["saved"], 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn import_exits_1_when_an_item_fails_and_2_on_usage_errors() {
+    let fake = FakeGemini::start(FakeOptions::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let shoot = dir.path().join("shoot");
+    photos(&shoot, 1, 70);
+    std::fs::write(shoot.join("zz-broken.jpg"), b"\xFF\xD8\xFF not a jpeg").unwrap();
+    let data = dir.path().join("data");
+    let env = [("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &fake.base_url() as &str)];
+    let out = cli(&data, &env, &["import", shoot.to_str().unwrap()]).await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("error ") && l.contains("[invalid_image]")), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("ready ")), "{text}");
+
+    let out = cli(&data, &[], &["import", shoot.to_str().unwrap()]).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("GEMINI_API_KEY"));
+    let out = cli(&data, &env, &["import"]).await;
+    assert_eq!(out.status.code(), Some(2), "no paths is a usage error");
+    let out = cli(&data, &env, &["import", "--concurrency", "0", "x"]).await;
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -234,3 +234,47 @@ fn breaker_snapshot_controls_and_a_resilience_change_resets_it() {
     assert_eq!(err["code"], "config");
     assert!(err["message"].as_str().unwrap().contains("retry.wait_duration"), "{err}");
 }
+
+/// An import a previous session left unfinished (two photos queued, one of them mid-call when the
+/// app died) is resumed when the app starts, without anyone asking.
+#[test]
+fn the_app_resumes_an_unfinished_import_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = tauri::async_runtime::block_on(FakeGemini::start(FakeOptions::default())).unwrap();
+    let base_url = fake.base_url();
+    let env = env_of(&[("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &base_url)]);
+    let photos = dir.path().join("photos");
+    std::fs::create_dir_all(&photos).unwrap();
+    for i in 0..2 {
+        let jpeg = pe_core::fake_gemini::photos::sample_jpeg(900 + i, 320, 240, 85);
+        std::fs::write(photos.join(format!("p{i}.jpg")), jpeg).unwrap();
+    }
+    {
+        let state = AppState::open(Paths::new(dir.path(), None), env.clone()).unwrap();
+        tauri::async_runtime::block_on(async {
+            let options = pe_core::import::ImportOptions { autostart: false, ..Default::default() };
+            let queue = pe_core::import::ImportQueue::open(state.pipeline(), options).await.unwrap();
+            queue.enqueue(vec![photos.clone()], Default::default()).await.unwrap();
+            state
+                .catalog()
+                .with_connection(|c| Ok(c.execute("UPDATE import_items SET state = 'preparing' WHERE id = 1", [])?))
+                .await
+                .unwrap();
+        });
+    } // the session ends without finishing
+
+    let (app, _webview) = app(dir.path(), env);
+    let state = app.state::<AppState>();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let queue = tauri::async_runtime::block_on(state.import_queue()).unwrap();
+        let progress = queue.progress().borrow().clone();
+        if progress.counts.ready == 2 {
+            assert_eq!(progress.status, pe_core::import::ImportStatus::Finished);
+            break;
+        }
+        assert!(Instant::now() < deadline, "the import did not resume: {progress:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(fake.generate_count(), 2);
+}

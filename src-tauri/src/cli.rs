@@ -1,7 +1,9 @@
 //! The command line: the same binary, headless. A subcommand never opens a window, so it needs no
-//! display. Without a subcommand the window opens.
+//! display. Without a subcommand the window opens. `import` lives in `cli/import.rs`.
 //!
 //! Exit codes: 0 when everything succeeded, 1 when any file failed, 2 on a usage or config error.
+
+mod import;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -52,6 +54,8 @@ pub enum Command {
     /// The saved catalog.
     #[command(subcommand)]
     Products(ProductsCommand),
+    /// Import photos and folders through the resumable import queue; `import status` shows it.
+    Import(import::ImportArgs),
     /// The Gemini circuit breaker's state and metrics, in Spring Boot actuator's shape.
     Breaker {
         /// JSON (`{"circuitBreakers":{"gemini":{…}}}`) instead of text.
@@ -153,6 +157,7 @@ pub fn run(global: &Global, command: Command) -> i32 {
             Command::Products(ProductsCommand::Export { format, out }) => {
                 export_products(&state, format.into(), out).await
             }
+            Command::Import(args) => import::run(&state, args).await,
             Command::Breaker { json } => breaker(&state, json),
         }
     })

@@ -25,11 +25,18 @@ use crate::state::{process_env, AppState};
 /// can be driven through Tauri's mock runtime in tests.
 pub fn setup<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tauri::Builder<R> {
     let bridge_state = state.clone();
+    let import_state = state.clone();
     builder
         .plugin(tauri_plugin_dialog::init())
         .manage(state)
         .setup(move |app| {
             tauri::async_runtime::spawn(events::resilience_bridge(app.handle().clone(), bridge_state));
+            // Resumes an import a previous session left unfinished (crash-resume).
+            tauri::async_runtime::spawn(async move {
+                if let Err(e) = import_state.import_queue().await {
+                    tracing::warn!(code = %e.code, "the import queue is not available: {}", e.message);
+                }
+            });
             Ok(())
         })
         .invoke_handler(tauri::generate_handler![

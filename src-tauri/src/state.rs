@@ -12,6 +12,7 @@ use pe_core::catalog::Catalog;
 use pe_core::config::{ApiKey, Config, ENV_API_KEY};
 use pe_core::fake_gemini::{Behavior, FakeGemini, FakeOptions};
 use pe_core::gemini::GeminiClient;
+use pe_core::import::{ImportOptions, ImportQueue};
 use pe_core::pipeline::{system_clock, Clock, Pipeline};
 use pe_core::resilience::ResilienceStack;
 use pe_core::ErrorReport;
@@ -79,6 +80,9 @@ struct Shared {
     /// settings change. The panel's bridge watches this to follow a replacement.
     stack: tokio::sync::watch::Sender<ResilienceStack>,
     next_job: AtomicU64,
+    /// The bulk-import queue, opened on first use: at startup, so that an import a previous
+    /// session left unfinished resumes. It follows the live pipeline.
+    import: tokio::sync::OnceCell<ImportQueue>,
 }
 
 struct Live {
@@ -115,6 +119,7 @@ impl AppState {
                 jobs: Arc::new(Semaphore::new(CONCURRENT_JOBS)),
                 stack: tokio::sync::watch::channel(stack).0,
                 next_job: AtomicU64::new(1),
+                import: tokio::sync::OnceCell::new(),
             }),
         })
     }
@@ -148,6 +153,20 @@ impl AppState {
     /// Follows the stack across replacements (a Settings change of its sections).
     pub fn stack_watch(&self) -> tokio::sync::watch::Receiver<ResilienceStack> {
         self.shared.stack.subscribe()
+    }
+
+    /// The import queue, opened (and resumed) on first use. `conflict` while another process
+    /// (e.g. a CLI import) works this data dir's queue.
+    pub async fn import_queue(&self) -> Result<ImportQueue, ErrorReport> {
+        let queue = self.shared.import.get_or_try_init(|| ImportQueue::open(self.pipeline(), ImportOptions::default()));
+        Ok(queue.await?.clone())
+    }
+
+    /// The import queue uses the pipeline in effect from its next item on.
+    fn follow_pipeline(&self) {
+        if let Some(queue) = self.shared.import.get() {
+            queue.set_pipeline(self.pipeline());
+        }
     }
 
     pub fn job_slots(&self) -> Arc<Semaphore> {
@@ -193,6 +212,7 @@ impl AppState {
             .await
             .map_err(|e| ErrorReport::new(pe_core::ErrorCode::Io, format!("saving the settings failed: {e}")))??;
         self.write(live);
+        self.follow_pipeline();
         if replaced {
             tracing::info!("resilience settings changed: the gemini breaker starts afresh");
             self.shared.stack.send_replace(stack);
@@ -227,6 +247,7 @@ impl AppState {
         let live =
             Live::build(file_config, &*self.shared.env, demo, &self.shared.catalog, &self.stack(), &self.shared.clock)?;
         self.write(live);
+        self.follow_pipeline();
         Ok(self.status())
     }
 

@@ -55,6 +55,9 @@ pub enum ErrorCode {
     NotFound,
     /// Someone else saved the product since it was opened; the edit was not saved. Reload it.
     RevisionConflict,
+    /// The thing changed since it was read, or is in use: an import item is no longer in the state
+    /// the action needs, or another product-extractor holds the import queue.
+    Conflict,
     /// Reading or writing a local file failed.
     Io,
 }
@@ -84,6 +87,7 @@ impl ErrorCode {
             Self::Validation => "validation",
             Self::NotFound => "not_found",
             Self::RevisionConflict => "revision_conflict",
+            Self::Conflict => "conflict",
             Self::Io => "io",
         }
     }
@@ -167,6 +171,7 @@ mod tests {
             ErrorCode::Validation,
             ErrorCode::NotFound,
             ErrorCode::RevisionConflict,
+            ErrorCode::Conflict,
             ErrorCode::Io,
         ] {
             assert_eq!(serde_json::to_value(code).unwrap(), serde_json::json!(code.as_str()));

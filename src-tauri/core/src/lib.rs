@@ -11,6 +11,8 @@
 //! - [`catalog`] is the SQLite store on its own thread: photos, extraction attempts (the audit
 //!   trail), products (proposal and saved).
 //! - [`pipeline`] ties them together: intake → Gemini → audit, then save after review.
+//! - [`import`] is the bulk-import queue: the pipeline's steps for many photos at once, in SQLite,
+//!   resumable after a crash, as fast as the bulkhead allows, pausing while the breaker is open.
 //! - [`resilience`] is the circuit breaker for calls to Gemini, with Resilience4j's semantics.
 //! - [`fake_gemini`] is a local server that behaves like the real API, for tests and demo mode.
 //! - [`config`] and [`error`] are shared by all of them.
@@ -22,6 +24,7 @@ pub mod config;
 pub mod error;
 pub mod fake_gemini;
 pub mod gemini;
+pub mod import;
 pub mod intake;
 pub mod pipeline;
 pub mod product;

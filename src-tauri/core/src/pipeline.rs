@@ -8,8 +8,13 @@
 //! save(photo, attempt, reviewed product) ─ validate ─ save_product (one tx)
 //! ```
 //! Every catalog call is its own short transaction on the catalog thread, so no transaction can
-//! span the network call. Nothing reaches the products table without [`Pipeline::save`], which
-//! the app calls on the reviewer's Save and the CLI on `--save`.
+//! span the network call. Nothing reaches the products table without a save checked by
+//! [`checked_for_save`]: [`Pipeline::save`], which the app calls on the reviewer's Save and the CLI
+//! on `--save`, or the import queue's `save_item` (see [`crate::import`]).
+//!
+//! `extract` is a composition of public steps — [`Pipeline::prepare`], [`Pipeline::record_photo`],
+//! [`Pipeline::call_gemini`] and [`GeminiCall::into_outcome`] (the attempt to record) — which the
+//! bulk import runs itself, with its queue bookkeeping between them and [`SlotPolicy::Wait`].
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -24,7 +29,7 @@ use crate::catalog::{
 };
 use crate::config::ImageConfig;
 use crate::error::{Coded, ErrorCode};
-use crate::gemini::{GeminiClient, GeminiError, Usage};
+use crate::gemini::{GeminiClient, GeminiError, GeminiExtraction, Usage};
 use crate::intake::{self, IntakeError, PreparedImage};
 use crate::product::{FieldFlag, FlagKind, Product};
 use crate::resilience::{NotPermitted, ResilienceStack, SlotPolicy, StackError};
@@ -211,18 +216,70 @@ impl Pipeline {
         &self.image
     }
 
+    /// The clock the pipeline stamps its rows with.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
     /// Prepares the photo, asks Gemini, and records the attempt (success or failure) in the audit
     /// trail. Intake errors never reach the network and are not recorded as attempts.
+    ///
+    /// The steps are the pipeline's public building blocks ([`Pipeline::prepare`],
+    /// [`Pipeline::record_photo`], [`Pipeline::call_gemini`], [`GeminiCall::into_parts`]); the
+    /// bulk import runs the same steps with its own bookkeeping in between.
     pub async fn extract(
         &self,
         file: &Path,
         mut on_stage: impl FnMut(Stage<'_>) + Send,
     ) -> Result<Extraction, ExtractError> {
         on_stage(Stage::Preparing);
-        let image = intake::prepare_file_async(file.to_path_buf(), self.image.clone()).await?;
+        let image = self.prepare(file).await?;
         on_stage(Stage::Prepared(&image));
-        let photo_id = self
-            .catalog
+        let photo_id = self.record_photo(file, &image).await?;
+
+        on_stage(Stage::Extracting);
+        // No transaction is open here: the catalog's calls above and below are each complete.
+        let call = self.call_gemini(photo_id, &image, SlotPolicy::Configured).await;
+        match call.into_outcome() {
+            CallOutcome::Answered { attempt, answer } => {
+                let latency_ms = attempt.latency_ms;
+                let attempt_id = self.catalog.record_attempt(attempt).await?;
+                let existing_product_id = self.catalog.product_for_photo(photo_id).await?;
+                let answer = *answer;
+                Ok(Extraction {
+                    file: file.to_path_buf(),
+                    photo_id,
+                    attempt_id,
+                    sha256: image.sha256,
+                    flags: answer.product.validate(),
+                    product: answer.product,
+                    usage: answer.usage,
+                    raw_response: answer.raw_response,
+                    model: self.gemini.model().to_string(),
+                    latency_ms,
+                    existing_product_id,
+                })
+            }
+            CallOutcome::Failed { attempt, error } => {
+                if let Some(attempt) = attempt {
+                    if let Err(audit) = self.catalog.record_attempt(attempt).await {
+                        tracing::warn!(error = %audit, "could not record the failed attempt");
+                    }
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// Step 1: the photo, prepared for upload on the blocking pool. Never touches the network.
+    pub async fn prepare(&self, file: &Path) -> Result<PreparedImage, IntakeError> {
+        intake::prepare_file_async(file.to_path_buf(), self.image.clone()).await
+    }
+
+    /// Step 2: the prepared photo in the catalog (its own short transaction); the same bytes are
+    /// the same photo.
+    pub async fn record_photo(&self, file: &Path, image: &PreparedImage) -> Result<PhotoId, CatalogError> {
+        self.catalog
             .record_photo(NewPhoto {
                 sha256: image.sha256.clone(),
                 original_path: file.to_string_lossy().into_owned(),
@@ -233,78 +290,25 @@ impl Pipeline {
                 thumbnail_jpeg: image.thumbnail_jpeg.clone(),
                 seen_at: (self.clock)(),
             })
-            .await?;
+            .await
+    }
 
-        on_stage(Stage::Extracting);
+    /// Step 3: one call to Gemini through the resilience stack. No transaction is open (the
+    /// catalog is not touched); `policy` says whether to wait for a bulkhead slot.
+    pub async fn call_gemini(&self, photo_id: PhotoId, image: &PreparedImage, policy: SlotPolicy) -> GeminiCall {
         let started_at = (self.clock)();
         let started = Instant::now();
-        // No transaction is open here: the catalog's calls above and below are each complete.
         let gemini = &self.gemini;
         let result = self
             .stack
-            .call(SlotPolicy::Configured, GeminiError::verdict, || {
-                gemini.extract_product(PreparedImage::MIME_TYPE, &image.jpeg)
-            })
+            .call(policy, GeminiError::verdict, || gemini.extract_product(PreparedImage::MIME_TYPE, &image.jpeg))
             .await;
-        let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let model = self.gemini.model().to_string();
-
-        match result {
-            Ok(answer) => {
-                let latency_ms = u64::try_from(answer.latency.as_millis()).unwrap_or(elapsed_ms);
-                let attempt_id = self
-                    .catalog
-                    .record_attempt(NewAttempt {
-                        photo_id,
-                        model: model.clone(),
-                        started_at,
-                        latency_ms,
-                        usage: Some(attempt_usage(&answer.usage)),
-                        raw_response: Some(answer.raw_response.clone()),
-                        outcome: AttemptOutcome::Proposed { product: answer.product.clone() },
-                    })
-                    .await?;
-                let existing_product_id = self.catalog.product_for_photo(photo_id).await?;
-                Ok(Extraction {
-                    file: file.to_path_buf(),
-                    photo_id,
-                    attempt_id,
-                    sha256: image.sha256,
-                    flags: answer.product.validate(),
-                    product: answer.product,
-                    usage: answer.usage,
-                    raw_response: answer.raw_response,
-                    model,
-                    latency_ms,
-                    existing_product_id,
-                })
-            }
-            Err(rejection) => {
-                // Gemini's own errors and the time limiter's timeout are attempts for the audit
-                // trail; the stack's rejections (open breaker, full bulkhead, rate limit) never
-                // reached Gemini.
-                let raw_response = match &rejection {
-                    StackError::Call(e) => e.raw_response().map(str::to_owned),
-                    _ => None,
-                };
-                let audited = matches!(rejection, StackError::Call(_) | StackError::Timeout(_));
-                let error = ExtractError::from(rejection);
-                if audited {
-                    let attempt = NewAttempt {
-                        photo_id,
-                        model,
-                        started_at,
-                        latency_ms: elapsed_ms,
-                        usage: None,
-                        raw_response,
-                        outcome: AttemptOutcome::Failed { code: error.code(), message: error.to_string() },
-                    };
-                    if let Err(audit) = self.catalog.record_attempt(attempt).await {
-                        tracing::warn!(error = %audit, "could not record the failed attempt");
-                    }
-                }
-                Err(error)
-            }
+        GeminiCall {
+            photo_id,
+            model: self.gemini.model().to_string(),
+            started_at,
+            elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            result,
         }
     }
 
@@ -315,11 +319,7 @@ impl Pipeline {
         attempt_id: Option<AttemptId>,
         product: Product,
     ) -> Result<ProductRecord, SaveError> {
-        let product = product.normalized();
-        let invalid: Vec<FieldFlag> = product.validate().into_iter().filter(|f| f.kind == FlagKind::Invalid).collect();
-        if !invalid.is_empty() {
-            return Err(SaveError::Invalid(invalid));
-        }
+        let product = checked_for_save(product)?;
         let record = self
             .catalog
             .save_product(SaveProduct {
@@ -331,6 +331,79 @@ impl Pipeline {
             })
             .await?;
         Ok(record)
+    }
+}
+
+/// What the reviewer saves, normalized; refused with the invalid fields' flags.
+pub fn checked_for_save(product: Product) -> Result<Product, SaveError> {
+    let product = product.normalized();
+    let invalid: Vec<FieldFlag> = product.validate().into_iter().filter(|f| f.kind == FlagKind::Invalid).collect();
+    if invalid.is_empty() {
+        Ok(product)
+    } else {
+        Err(SaveError::Invalid(invalid))
+    }
+}
+
+/// One Gemini call for a recorded photo, as the resilience stack returned it, with what the audit
+/// trail needs.
+#[derive(Debug)]
+pub struct GeminiCall {
+    pub photo_id: PhotoId,
+    pub model: String,
+    /// When the call started (unix ms, the pipeline's clock), waiting for a slot included.
+    pub started_at: i64,
+    pub elapsed_ms: u64,
+    pub result: Result<GeminiExtraction, StackError<GeminiError>>,
+}
+
+/// How a [`GeminiCall`] ended, with the attempt to record in the audit trail.
+#[derive(Debug)]
+pub enum CallOutcome {
+    /// Gemini proposed a product; `attempt` records it.
+    Answered { attempt: NewAttempt, answer: Box<GeminiExtraction> },
+    /// The call failed. Gemini's own errors and the time limiter's timeouts are attempts; the
+    /// stack's rejections (open breaker, full bulkhead, rate limit) never reached Gemini and are not.
+    Failed { attempt: Option<NewAttempt>, error: ExtractError },
+}
+
+impl GeminiCall {
+    /// The result, with the attempt that records it.
+    pub fn into_outcome(self) -> CallOutcome {
+        let Self { photo_id, model, started_at, elapsed_ms, result } = self;
+        match result {
+            Ok(answer) => {
+                let latency_ms = u64::try_from(answer.latency.as_millis()).unwrap_or(elapsed_ms);
+                let attempt = NewAttempt {
+                    photo_id,
+                    model,
+                    started_at,
+                    latency_ms,
+                    usage: Some(attempt_usage(&answer.usage)),
+                    raw_response: Some(answer.raw_response.clone()),
+                    outcome: AttemptOutcome::Proposed { product: answer.product.clone() },
+                };
+                CallOutcome::Answered { attempt, answer: Box::new(answer) }
+            }
+            Err(rejection) => {
+                let raw_response = match &rejection {
+                    StackError::Call(e) => e.raw_response().map(str::to_owned),
+                    _ => None,
+                };
+                let audited = matches!(rejection, StackError::Call(_) | StackError::Timeout(_));
+                let error = ExtractError::from(rejection);
+                let attempt = audited.then(|| NewAttempt {
+                    photo_id,
+                    model,
+                    started_at,
+                    latency_ms: elapsed_ms,
+                    usage: None,
+                    raw_response,
+                    outcome: AttemptOutcome::Failed { code: error.code(), message: error.to_string() },
+                });
+                CallOutcome::Failed { attempt, error }
+            }
+        }
     }
 }
 

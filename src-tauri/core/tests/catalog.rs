@@ -95,6 +95,7 @@ async fn migrates_an_empty_file_with_wal_and_foreign_keys() {
         tables,
         [
             "attempts",
+            "import_items",
             "photos",
             "product_revisions",
             "products",

@@ -25,38 +25,24 @@ const EARLIER: &[Earlier] = &[
     Earlier { version: 1, seed: SEED_V1 },
     // 0002 added only the search index: the rows are written the same way.
     Earlier { version: 2, seed: SEED_V1 },
+    // 0003 added revisions and the listing's flag count, which its own writes keep.
+    Earlier { version: 3, seed: SEED_V3 },
 ];
 
 /// Three photos; a proposed and a failed attempt; three products: one reviewed from a proposal
 /// (revision 3, uncertain fields with a duplicate and an unknown name, an attribute), one typed
 /// by hand (revision 1), one with diacritics and a GTIN (revision 2). Times are T0-based.
-const SEED_V1: &str = r#"
-INSERT INTO photos (id, sha256, original_path, file_bytes, width, height, format, thumbnail_jpeg, first_seen_at,
-                    last_seen_at)
-VALUES (1, '0000000000000000000000000000000000000000000000000000000000000001', '/p/1.jpg', 10, 4, 3, 'jpeg',
-        x'FFD8FF01', 1760000000000, 1760000000000),
-       (2, '0000000000000000000000000000000000000000000000000000000000000002', '/p/2.jpg', 10, 4, 3, 'jpeg',
-        x'FFD8FF02', 1760000000000, 1760000000000),
-       (3, '0000000000000000000000000000000000000000000000000000000000000003', '/p/3.jpg', 10, 4, 3, 'jpeg',
-        x'FFD8FF03', 1760000000000, 1760000000000);
+const SEED_V1: &str = include_str!("fixtures/seed_v1.sql");
 
-INSERT INTO attempts (id, photo_id, model, started_at, latency_ms, outcome, proposal_json)
-VALUES (1, 1, 'gemini-flash-latest', 1760000000001, 900, 'proposed', '{"name":"Oat Drnk","brand":"Oatly"}');
-INSERT INTO attempts (id, photo_id, model, started_at, latency_ms, outcome, error_code, error_message)
-VALUES (2, 2, 'gemini-flash-latest', 1760000000002, 30000, 'failed', 'timeout', 'timed out');
-
-INSERT INTO products (id, photo_id, attempt_id, proposed_json, saved_json, revision, name, brand, category,
-                      price_amount, price_currency, gtin, created_at, updated_at)
-VALUES (1, 1, 1, '{"name":"Oat Drnk","brand":"Oatly"}',
-        '{"name":"Oat Drink","brand":"Oatly","category":"Plant drink","description":"Creamy oat drink",
-          "price":{"amount":2.49,"currency":"EUR"},"attributes":[{"name":"Flavor","value":"Vanilla"}],
-          "uncertain_fields":["price","gtin","price","bogus"]}',
-        3, 'Oat Drink', 'Oatly', 'Plant drink', 2.49, 'EUR', NULL, 1760000000010, 1760000000030),
-       (2, 2, NULL, NULL, '{"name":"Rye Bread","description":"Baked with honey"}',
-        1, 'Rye Bread', NULL, NULL, NULL, NULL, NULL, 1760000000020, 1760000000020),
-       (3, 3, NULL, NULL, '{"name":"Crème Brûlée","category":"Dessert","gtin":"4006381333931","uncertain_fields":[]}',
-        2, 'Crème Brûlée', NULL, 'Dessert', NULL, NULL, '4006381333931', 1760000000005, 1760000000040);
-"#;
+/// [`SEED_V1`] as version 3 writes it: products carry their flag count and one revision each.
+const SEED_V3: &str = concat!(
+    include_str!("fixtures/seed_v1.sql"),
+    r#"
+UPDATE products SET flagged = 2 WHERE id = 1;
+INSERT INTO product_revisions (product_id, revision, saved_json, proposed_json, attempt_id, source, saved_by, saved_at)
+SELECT id, revision, saved_json, proposed_json, attempt_id, 'review', '', updated_at FROM products;
+"#
+);
 
 fn earlier_file(dir: &std::path::Path, earlier: &Earlier) -> std::path::PathBuf {
     let path = dir.join(format!("catalog-v{}.sqlite3", earlier.version));

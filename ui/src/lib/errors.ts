@@ -23,6 +23,7 @@ const CODES: ReadonlySet<string> = new Set<ErrorCode>([
   "validation",
   "not_found",
   "revision_conflict",
+  "conflict",
   "io",
   "circuit_open",
   "bulkhead_full",
@@ -153,6 +154,11 @@ const ADVICE: Record<ErrorCode, ErrorAdvice> = {
   revision_conflict: {
     title: "Changed by someone else",
     hint: "Someone saved this product after you opened it, so your edit was not saved. Reload it to see their changes, then edit again.",
+    action: "none",
+  },
+  conflict: {
+    title: "Changed meanwhile",
+    hint: "This changed since it was shown (or another product-extractor window is using it). Refresh and try again.",
     action: "none",
   },
   io: {

@@ -53,8 +53,9 @@
 //! `busy_timeout = 5 s`. The file lives in the platform data dir ([`Catalog::path_in`] with
 //! [`crate::config::data_dir`]).
 //!
-//! Planned, and designed for: an import queue table (a new migration; its saves can record
-//! [`RevisionSource::Import`]).
+//! The bulk-import queue's table (`import_items`, migration 0004) belongs to [`crate::import`],
+//! which runs its SQL through [`Catalog::with_connection`] and writes an attempt or a product in
+//! its own transaction through `queries::record_attempt_in` / `queries::save_product_in`.
 
 mod backup;
 mod db_thread;
@@ -62,7 +63,7 @@ mod error;
 pub mod export;
 mod listing;
 pub mod migrations;
-mod queries;
+pub(crate) mod queries;
 pub mod records;
 mod revisions;
 

@@ -43,6 +43,15 @@ pub(super) fn record_photo(conn: &mut Connection, photo: &NewPhoto) -> Result<Ph
 }
 
 pub(super) fn record_attempt(conn: &mut Connection, attempt: &NewAttempt) -> Result<AttemptId, CatalogError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let id = record_attempt_in(&tx, attempt)?;
+    tx.commit()?;
+    Ok(id)
+}
+
+/// [`record_attempt`] inside the caller's transaction (the import queue records an attempt
+/// together with its item's new state).
+pub(crate) fn record_attempt_in(tx: &Connection, attempt: &NewAttempt) -> Result<AttemptId, CatalogError> {
     if attempt.model.trim().is_empty() {
         return Err(CatalogError::invalid("model", "a model id is required"));
     }
@@ -56,8 +65,7 @@ pub(super) fn record_attempt(conn: &mut Connection, attempt: &NewAttempt) -> Res
         }
     };
     let usage = attempt.usage;
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    require_photo(&tx, attempt.photo_id)?;
+    require_photo(tx, attempt.photo_id)?;
     let id = tx.query_row(
         "INSERT INTO attempts (photo_id, model, started_at, latency_ms, prompt_tokens, output_tokens,
                                thoughts_tokens, total_tokens, outcome, proposal_json, error_code,
@@ -81,7 +89,6 @@ pub(super) fn record_attempt(conn: &mut Connection, attempt: &NewAttempt) -> Res
         ],
         |row| row.get(0),
     )?;
-    tx.commit()?;
     Ok(id)
 }
 
@@ -122,15 +129,27 @@ pub(super) fn attempts(conn: &Connection, photo: PhotoId) -> Result<Vec<AttemptR
 }
 
 pub(super) fn save_product(conn: &mut Connection, save: &SaveProduct) -> Result<ProductRecord, CatalogError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let record = save_product_in(&tx, save, RevisionSource::Review)?;
+    tx.commit()?;
+    Ok(record)
+}
+
+/// [`save_product`] inside the caller's transaction, recording `source` in the history (the
+/// import queue saves a product together with its item's `saved`, as [`RevisionSource::Import`]).
+pub(crate) fn save_product_in(
+    tx: &Connection,
+    save: &SaveProduct,
+    source: RevisionSource,
+) -> Result<ProductRecord, CatalogError> {
     refuse_invalid(&save.saved)?;
     let saved_json = serde_json::to_string(&save.saved)?;
     let columns = ListingColumns::of(&save.saved);
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    require_photo(&tx, save.photo_id)?;
+    require_photo(tx, save.photo_id)?;
     let proposed_json: Option<String> = match save.attempt_id {
         None => None,
         Some(attempt) => {
-            let (photo, proposal) = attempt_of(&tx, attempt)?;
+            let (photo, proposal) = attempt_of(tx, attempt)?;
             if photo != save.photo_id {
                 return Err(CatalogError::invalid(
                     "attempt_id",
@@ -181,10 +200,8 @@ pub(super) fn save_product(conn: &mut Connection, save: &SaveProduct) -> Result<
         ],
         |row| row.get(0),
     )?;
-    insert_revision(&tx, id, RevisionSource::Review)?;
-    let record = get_product(&tx, id)?;
-    tx.commit()?;
-    Ok(record)
+    insert_revision(tx, id, source)?;
+    get_product(tx, id)
 }
 
 /// Refuses a product with invalid fields, naming them (uncertain fields are fine).
@@ -293,7 +310,7 @@ pub(super) fn count_products(conn: &Connection) -> Result<u64, CatalogError> {
 }
 
 /// `data:image/jpeg;base64,…` for an `<img src>`.
-pub(super) fn thumbnail_url(jpeg: &[u8]) -> String {
+pub(crate) fn thumbnail_url(jpeg: &[u8]) -> String {
     format!("data:image/jpeg;base64,{}", base64::engine::general_purpose::STANDARD.encode(jpeg))
 }
 

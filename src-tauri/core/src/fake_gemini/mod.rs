@@ -14,6 +14,7 @@
 //! - Logs nothing that includes a key. Dropping it or [`FakeGemini::shutdown`] stops it; hanging
 //!   and stalled answers end at shutdown.
 
+pub mod photos;
 pub mod products;
 pub mod validate;
 
@@ -140,6 +141,9 @@ struct Shared {
     script: Mutex<VecDeque<Behavior>>,
     requests: Mutex<VecDeque<RecordedRequest>>,
     generate_count: AtomicUsize,
+    /// `generateContent` requests per distinct body (by FNV-1a hash): the same photo sent again
+    /// has the same body. 16 bytes per distinct body, so a long demo stays small.
+    per_body: Mutex<std::collections::HashMap<u64, usize>>,
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
     answers: AtomicU64,
@@ -164,6 +168,7 @@ impl FakeGemini {
             script: Mutex::new(VecDeque::new()),
             requests: Mutex::new(VecDeque::new()),
             generate_count: AtomicUsize::new(0),
+            per_body: Mutex::new(std::collections::HashMap::new()),
             in_flight: AtomicUsize::new(0),
             max_in_flight: AtomicUsize::new(0),
             answers: AtomicU64::new(0),
@@ -219,6 +224,12 @@ impl FakeGemini {
     /// How many `generateContent` requests arrived (valid or not).
     pub fn generate_count(&self) -> usize {
         self.state.generate_count.load(Ordering::SeqCst)
+    }
+
+    /// How many times each distinct `generateContent` body arrived (keyed by a hash of the body).
+    /// The client sends the same bytes for the same photo, so this counts sends per photo.
+    pub fn generate_counts_per_body(&self) -> std::collections::HashMap<u64, usize> {
+        lock(&self.state.per_body).clone()
     }
 
     /// The most `generateContent` requests that were in progress at the same time.
@@ -408,6 +419,7 @@ async fn handle(
     let generate_model = path.strip_prefix("/v1beta/models/").and_then(|r| r.strip_suffix(":generateContent"));
     let _in_flight = generate_model.map(|_| {
         state.generate_count.fetch_add(1, Ordering::SeqCst);
+        *lock(&state.per_body).entry(products::fnv1a(&body)).or_default() += 1;
         InFlight::enter(&state)
     });
     let latency = *lock(&state.latency);

@@ -1,0 +1,241 @@
+//! What the queue reports while it works: counts per state, throughput, ETA and the runner's
+//! status, published on a `tokio::sync::watch` (the window's bar, the CLI's stderr line).
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+use ts_rs::TS;
+
+use super::records::ItemState;
+use crate::error::ErrorCode;
+
+/// Items per state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct StateCounts {
+    pub queued: u32,
+    pub preparing: u32,
+    pub extracting: u32,
+    pub ready: u32,
+    pub saved: u32,
+    pub failed: u32,
+    pub skipped: u32,
+}
+
+impl StateCounts {
+    pub fn get(&self, state: ItemState) -> u32 {
+        match state {
+            ItemState::Queued => self.queued,
+            ItemState::Preparing => self.preparing,
+            ItemState::Extracting => self.extracting,
+            ItemState::Ready => self.ready,
+            ItemState::Saved => self.saved,
+            ItemState::Failed => self.failed,
+            ItemState::Skipped => self.skipped,
+        }
+    }
+
+    pub(crate) fn set(&mut self, state: ItemState, n: u32) {
+        let slot = match state {
+            ItemState::Queued => &mut self.queued,
+            ItemState::Preparing => &mut self.preparing,
+            ItemState::Extracting => &mut self.extracting,
+            ItemState::Ready => &mut self.ready,
+            ItemState::Saved => &mut self.saved,
+            ItemState::Failed => &mut self.failed,
+            ItemState::Skipped => &mut self.skipped,
+        };
+        *slot = n;
+    }
+
+    pub fn total(&self) -> u32 {
+        ItemState::ALL.iter().map(|s| self.get(*s)).sum()
+    }
+
+    /// Waiting or in progress.
+    pub fn active(&self) -> u32 {
+        self.queued + self.preparing + self.extracting
+    }
+}
+
+/// What the runner is doing. Tagged by `kind` so the UI can switch on it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[ts(export)]
+pub enum ImportStatus {
+    /// Not started (or cancelled); items wait for Resume.
+    Idle,
+    /// Working through the queue.
+    Running,
+    /// The user paused it; calls in flight finish, nothing new is sent.
+    PausedByUser,
+    /// Gemini's circuit breaker is open: nothing is sent until it lets a probe through, then the
+    /// queue resumes by itself. `until_unix_ms` is when the next try is allowed (`None`: when the
+    /// breaker is released by hand, or when the running probes end).
+    PausedBreaker {
+        #[ts(type = "number | null")]
+        until_unix_ms: Option<i64>,
+        message: String,
+    },
+    /// Gemini's quota is used up; the queue waits for the server's retry delay, then goes on.
+    WaitingQuota {
+        #[ts(type = "number")]
+        until_unix_ms: i64,
+        message: String,
+    },
+    /// Stopped until someone acts: `gemini_auth` means a key is needed (enter it, then Resume);
+    /// `gemini_not_found` a model; `catalog` a local database failure.
+    Stopped { code: ErrorCode, message: String },
+    /// Nothing left to do: every item is ready, saved, failed or skipped.
+    Finished,
+}
+
+/// The queue at a glance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct ImportProgress {
+    pub counts: StateCounts,
+    /// Every item in the queue.
+    pub total: u32,
+    /// Items nothing more will happen to without the user: ready, saved, failed, skipped. The
+    /// progress bar is `done / total`.
+    pub done: u32,
+    /// Skipped items that were duplicates by content (a subset of `counts.skipped`).
+    pub duplicates: u32,
+    /// Items finished (ready or failed) per minute, over the last minute.
+    pub throughput_per_min: f64,
+    /// At this throughput, when the waiting and running items will be done.
+    #[ts(type = "number | null")]
+    pub eta_ms: Option<u64>,
+    pub status: ImportStatus,
+    /// Items a worker holds right now (preparing, waiting for a slot, or in a call).
+    pub in_flight: u32,
+    /// Bumped on every change to any item (bulk actions included), so the window knows when to
+    /// refresh the rows it shows.
+    #[ts(type = "number")]
+    pub changes: u64,
+}
+
+impl ImportProgress {
+    pub(crate) fn new(status: ImportStatus) -> Self {
+        Self {
+            counts: StateCounts::default(),
+            total: 0,
+            done: 0,
+            duplicates: 0,
+            throughput_per_min: 0.0,
+            eta_ms: None,
+            status,
+            in_flight: 0,
+            changes: 0,
+        }
+    }
+
+    pub(crate) fn set_counts(&mut self, counts: StateCounts, duplicates: u32) {
+        self.counts = counts;
+        self.total = counts.total();
+        self.done = self.total - counts.active();
+        self.duplicates = duplicates;
+    }
+
+    /// No worker will move any item without the user: finished, idle (cancelled or not started)
+    /// or stopped, with no item held by a worker (a stop abandons the work in flight first).
+    pub fn is_settled(&self) -> bool {
+        match self.status {
+            ImportStatus::Finished => self.in_flight == 0 && self.counts.active() == 0,
+            ImportStatus::Idle | ImportStatus::Stopped { .. } => self.in_flight == 0,
+            _ => false,
+        }
+    }
+}
+
+/// Items finished per minute over a sliding window; a monotonic clock, not the catalog's.
+pub(crate) struct Throughput {
+    window: Duration,
+    /// When the current run (re)started: the rate is not averaged over time spent paused before.
+    since: Instant,
+    finished: VecDeque<Instant>,
+}
+
+impl Throughput {
+    pub(crate) const WINDOW: Duration = Duration::from_secs(60);
+
+    pub(crate) fn new() -> Self {
+        Self { window: Self::WINDOW, since: Instant::now(), finished: VecDeque::new() }
+    }
+
+    /// Starts measuring afresh (a run starts or resumes).
+    pub(crate) fn restart(&mut self, now: Instant) {
+        self.since = now;
+        self.finished.clear();
+    }
+
+    pub(crate) fn record(&mut self, now: Instant) {
+        self.finished.push_back(now);
+        self.trim(now);
+    }
+
+    fn trim(&mut self, now: Instant) {
+        while self.finished.front().is_some_and(|t| now.duration_since(*t) > self.window) {
+            self.finished.pop_front();
+        }
+    }
+
+    /// Items per minute; 0 until something finished.
+    pub(crate) fn per_minute(&mut self, now: Instant) -> f64 {
+        self.trim(now);
+        if self.finished.is_empty() {
+            return 0.0;
+        }
+        let start = self.since.max(now.checked_sub(self.window).unwrap_or(self.since));
+        let span = now.duration_since(start).max(Duration::from_millis(500));
+        self.finished.len() as f64 * 60.0 / span.as_secs_f64()
+    }
+}
+
+/// How long `remaining` items take at `per_minute`.
+pub(crate) fn eta_ms(remaining: u32, per_minute: f64) -> Option<u64> {
+    if remaining == 0 {
+        return Some(0);
+    }
+    (per_minute > 0.0).then(|| (f64::from(remaining) / per_minute * 60_000.0).round() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn throughput_is_per_minute_over_the_window_and_eta_follows() {
+        let t0 = Instant::now();
+        let mut t = Throughput::new();
+        t.restart(t0);
+        assert_eq!(t.per_minute(t0), 0.0);
+        for i in 1..=30 {
+            t.record(t0 + Duration::from_secs(i));
+        }
+        let rate = t.per_minute(t0 + Duration::from_secs(30));
+        assert!((rate - 60.0).abs() < 0.01, "{rate}");
+        // 90 s later only the window's last 60 s count: items 31..=90 s would be needed; none came.
+        assert_eq!(t.per_minute(t0 + Duration::from_secs(120)), 0.0);
+        assert_eq!(eta_ms(120, 60.0), Some(120_000));
+        assert_eq!(eta_ms(0, 0.0), Some(0));
+        assert_eq!(eta_ms(5, 0.0), None);
+    }
+
+    #[test]
+    fn settled_means_nothing_will_move() {
+        let mut p = ImportProgress::new(ImportStatus::Finished);
+        assert!(p.is_settled());
+        p.counts.queued = 1;
+        assert!(!p.is_settled(), "finished but something was just queued");
+        p.status = ImportStatus::Stopped { code: ErrorCode::GeminiAuth, message: "key".into() };
+        assert!(p.is_settled());
+        p.in_flight = 2;
+        assert!(!p.is_settled(), "stopped, but the work in flight is not abandoned yet");
+        p.status = ImportStatus::PausedBreaker { until_unix_ms: None, message: String::new() };
+        assert!(!p.is_settled());
+    }
+}

@@ -1,0 +1,283 @@
+//! What the import queue shows: item states, rows, pages, the review detail and per-item events.
+//! DTOs for the window (serde + ts-rs; every `i64`/`u64` is a TypeScript `number`).
+
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use crate::catalog::{AttemptId, PhotoId, ProductId};
+use crate::gemini::Usage;
+use crate::product::{FieldFlag, Product};
+use crate::ErrorReport;
+
+/// A row of `import_items`.
+pub type ItemId = i64;
+
+/// Where an item is in the queue.
+///
+/// `queued → preparing → extracting → ready → saved`, plus `failed` and `skipped`. Preparing and
+/// extracting items go back to queued when the app restarts or the import is cancelled; ready
+/// items keep their result and are never sent again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum ItemState {
+    /// Waiting for a worker.
+    Queued,
+    /// Read, checked and prepared for upload (and then waiting to be sent).
+    Preparing,
+    /// Sent to Gemini, or waiting for a free call slot.
+    Extracting,
+    /// Gemini's proposal is stored; waiting for review.
+    Ready,
+    /// Saved to the catalog.
+    Saved,
+    /// Failed for its own reasons (bad image, blocked, unreadable answer, ...); can be retried.
+    Failed,
+    /// Not extracted: not a photo, a duplicate, or discarded in review.
+    Skipped,
+}
+
+impl ItemState {
+    pub const ALL: [ItemState; 7] =
+        [Self::Queued, Self::Preparing, Self::Extracting, Self::Ready, Self::Saved, Self::Failed, Self::Skipped];
+
+    /// The name as stored and serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Preparing => "preparing",
+            Self::Extracting => "extracting",
+            Self::Ready => "ready",
+            Self::Saved => "saved",
+            Self::Failed => "failed",
+            Self::Skipped => "skipped",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+
+    /// Waiting or in progress: the states a worker will still move on.
+    pub fn is_active(self) -> bool {
+        matches!(self, Self::Queued | Self::Preparing | Self::Extracting)
+    }
+}
+
+impl std::fmt::Display for ItemState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why an item is skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum SkipReason {
+    /// A file in a dropped folder that is not a photo (by its extension).
+    NotAPhoto,
+    /// An image in a format we cannot prepare (e.g. HEIC), by its first bytes.
+    UnsupportedFormat,
+    /// The file could not be read (missing, no permission).
+    Unreadable,
+    /// The same bytes (SHA-256) are already a product in the catalog.
+    AlreadyInCatalog,
+    /// The same bytes are already an item of the queue.
+    AlreadyQueued,
+    /// The reviewer discarded the item.
+    Discarded,
+}
+
+impl SkipReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NotAPhoto => "not_a_photo",
+            Self::UnsupportedFormat => "unsupported_format",
+            Self::Unreadable => "unreadable",
+            Self::AlreadyInCatalog => "already_in_catalog",
+            Self::AlreadyQueued => "already_queued",
+            Self::Discarded => "discarded",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        [
+            Self::NotAPhoto,
+            Self::UnsupportedFormat,
+            Self::Unreadable,
+            Self::AlreadyInCatalog,
+            Self::AlreadyQueued,
+            Self::Discarded,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == text)
+    }
+
+    /// A duplicate by content (counted as `duplicates` in the progress).
+    pub fn is_duplicate(self) -> bool {
+        matches!(self, Self::AlreadyInCatalog | Self::AlreadyQueued)
+    }
+}
+
+/// A near-duplicate hint: the item's photo looks like (perceptual hash within
+/// [`super::NEAR_DUPLICATE_MAX_DISTANCE`] bits) a photo that is a product, or another item.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[ts(export)]
+pub enum LooksLike {
+    /// "looks like product X".
+    Product {
+        #[ts(type = "number")]
+        product_id: ProductId,
+        name: String,
+        /// Differing bits of the 64-bit hash (0 = visually the same).
+        distance: u32,
+    },
+    /// Looks like another photo in the queue.
+    Item {
+        #[ts(type = "number")]
+        item_id: ItemId,
+        path: String,
+        /// The other item's proposed name, when it has one.
+        name: Option<String>,
+        distance: u32,
+    },
+}
+
+/// Why an item is skipped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct SkipInfo {
+    pub reason: SkipReason,
+    /// For a person, e.g. "The same photo … is already product #12 “Granola” in the catalog".
+    pub message: String,
+    /// The item it duplicates (`already_queued`).
+    #[ts(type = "number | null")]
+    pub duplicate_of_item: Option<ItemId>,
+    /// The product it duplicates (`already_in_catalog`).
+    #[ts(type = "number | null")]
+    pub duplicate_of_product: Option<ProductId>,
+}
+
+/// The proposal, as a list row shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct ProposalSummary {
+    pub name: String,
+    pub brand: Option<String>,
+}
+
+/// One item, as the queue list shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct ImportRow {
+    #[ts(type = "number")]
+    pub id: ItemId,
+    pub path: String,
+    /// The last path component, for display.
+    pub file_name: String,
+    pub state: ItemState,
+    /// Calls that ended for this item's sake (see the migration).
+    pub attempts: u32,
+    /// Why it failed, or why it went back to the queue (e.g. `gemini_auth` while stopped).
+    pub last_error: Option<ErrorReport>,
+    /// Why it is skipped (skipped items only).
+    pub skipped: Option<SkipInfo>,
+    pub proposal: Option<ProposalSummary>,
+    /// How many fields of the proposal are flagged (invalid or uncertain).
+    pub flag_count: u32,
+    pub looks_like: Option<LooksLike>,
+    /// The photo (its thumbnail: [`super::ImportQueue::thumbnail`]).
+    #[ts(type = "number | null")]
+    pub photo_id: Option<PhotoId>,
+    /// The product this item was saved as; for a ready item, the product its photo already is
+    /// (a forced re-extract), which saving updates.
+    #[ts(type = "number | null")]
+    pub product_id: Option<ProductId>,
+    #[ts(type = "number")]
+    pub updated_at: i64,
+}
+
+/// A page of the queue.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct ImportPage {
+    /// Items matching the filter, all pages together.
+    #[ts(type = "number")]
+    pub total: u64,
+    pub rows: Vec<ImportRow>,
+}
+
+/// The Gemini call behind a proposal, for the review pane's "raw" view and the CLI.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct AttemptInfo {
+    #[ts(type = "number")]
+    pub id: AttemptId,
+    pub model: String,
+    #[ts(type = "number")]
+    pub latency_ms: u64,
+    pub usage: Option<Usage>,
+    pub raw_response: Option<String>,
+}
+
+/// Everything review needs about one item.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct ImportItemDetail {
+    pub row: ImportRow,
+    pub sha256: Option<String>,
+    /// What Gemini proposed.
+    pub proposal: Option<Product>,
+    pub flags: Vec<FieldFlag>,
+    pub attempt: Option<AttemptInfo>,
+}
+
+/// An item changed state. The window refreshes the visible row; the CLI prints finished items.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct ItemChanged {
+    #[ts(type = "number")]
+    pub id: ItemId,
+    pub state: ItemState,
+    /// [`super::ImportProgress::changes`] after this change.
+    #[ts(type = "number")]
+    pub change: u64,
+}
+
+/// What a drop or a CLI argument list added to the queue.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct EnqueueReport {
+    /// New items waiting for extraction.
+    pub queued: u32,
+    /// Skipped as duplicates (same bytes in the catalog or in the queue).
+    pub duplicates: u32,
+    /// Skipped for another reason (not a photo, unsupported, unreadable).
+    pub skipped: u32,
+    /// Already listed (same path, same bytes): nothing to do, e.g. when a run resumes.
+    pub unchanged: u32,
+}
+
+impl std::ops::AddAssign for EnqueueReport {
+    fn add_assign(&mut self, other: Self) {
+        self.queued += other.queued;
+        self.duplicates += other.duplicates;
+        self.skipped += other.skipped;
+        self.unchanged += other.unchanged;
+    }
+}
+
+/// What [`super::ImportQueue::undo_save_all`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct UndoReport {
+    /// Back to ready; the products their save created are gone.
+    #[ts(type = "Array<number>")]
+    pub restored: Vec<ItemId>,
+    /// Left saved: the product changed since (edited, saved again), or the save did not create it,
+    /// or the item is no longer saved.
+    #[ts(type = "Array<number>")]
+    pub kept: Vec<ItemId>,
+}

@@ -1,0 +1,776 @@
+//! The queue's SQL (`import_items`, migration 0003), run on the catalog thread through
+//! [`Catalog::with_connection`]. Every function is one short transaction (or one statement);
+//! none is ever open across a network call.
+//!
+//! Every state change is a single `UPDATE … WHERE id = ? AND state = <expected>`: a worker whose
+//! item was moved meanwhile (cancelled, resumed elsewhere) changes nothing. Results are written in
+//! the same transaction as the state they justify: the attempt and the proposal with `ready`, the
+//! product with `saved`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, TransactionBehavior};
+
+use super::phash;
+use super::progress::StateCounts;
+use super::records::*;
+use super::scan::Scanned;
+use super::ImportError;
+use crate::catalog::queries::{record_attempt_in, save_product_in, thumbnail_url};
+use crate::catalog::{local_user, Catalog, NewAttempt, PhotoId, ProductId, ProductRecord, RevisionSource, SaveProduct};
+use crate::error::ErrorCode;
+use crate::gemini::Usage;
+use crate::pipeline::checked_for_save;
+use crate::product::{FieldFlag, Product};
+use crate::ErrorReport;
+
+/// The queue's rows, read and written through the catalog's thread. Cheap to clone. Reading needs
+/// no [`super::ImportQueue`] (and so no queue lock): `import status` uses this directly.
+#[derive(Clone, Debug)]
+pub struct ImportStore {
+    catalog: Catalog,
+    /// Numbers the count reads in the order the catalog thread made them, so that concurrent
+    /// publishers never replace newer counts with older ones.
+    reads: Arc<AtomicU64>,
+}
+
+/// A result together with the queue's counts right after it, read on the same thread.
+#[derive(Debug)]
+pub(crate) struct Counted<T> {
+    pub value: T,
+    pub counts: StateCounts,
+    pub duplicates: u32,
+    /// The read's place in the catalog thread's order.
+    pub seq: u64,
+}
+
+/// An item a worker took.
+#[derive(Debug, Clone)]
+pub(crate) struct Claimed {
+    pub id: ItemId,
+    pub path: String,
+    pub attempts: u32,
+}
+
+/// How an item leaves `preparing` or `extracting`.
+pub(crate) struct Finish {
+    pub id: ItemId,
+    pub from: ItemState,
+    /// `Ready`, `Failed` or `Queued`.
+    pub to: ItemState,
+    /// Recorded in the audit trail in the same transaction.
+    pub attempt: Option<NewAttempt>,
+    /// Whether this counts as one of the item's attempts.
+    pub count_attempt: bool,
+    /// For `Ready`: the proposal and its flags.
+    pub proposal: Option<(Product, Vec<FieldFlag>)>,
+    pub error: Option<(ErrorCode, String)>,
+}
+
+/// Which ready items "save all" takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SaveFilter {
+    /// No flagged field, no near-duplicate hint, not already a product: safe without a look.
+    Unflagged,
+    /// Every proposal without an invalid field (the CLI's `--save`).
+    Valid,
+}
+
+impl ImportStore {
+    pub fn new(catalog: Catalog) -> Self {
+        Self { catalog, reads: Arc::new(AtomicU64::new(0)) }
+    }
+
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// Items per state, and how many were skipped as duplicates.
+    pub async fn counts(&self) -> Result<(StateCounts, u32), ImportError> {
+        self.run(counts).await
+    }
+
+    /// A page of items in queue order, optionally only those in `states`.
+    pub async fn items(
+        &self,
+        offset: u32,
+        limit: u32,
+        states: Option<Vec<ItemState>>,
+    ) -> Result<ImportPage, ImportError> {
+        self.run(move |conn| page(conn, offset, limit, states.as_deref())).await
+    }
+
+    /// One item with its proposal, flags and attempt; `NotFound` if it does not exist.
+    pub async fn item(&self, id: ItemId) -> Result<ImportItemDetail, ImportError> {
+        self.run(move |conn| detail(conn, id)).await
+    }
+
+    /// The item's photo thumbnail (`data:image/jpeg;base64,…`), once it was prepared.
+    pub async fn thumbnail(&self, id: ItemId) -> Result<Option<String>, ImportError> {
+        self.run(move |conn| {
+            let jpeg: Option<Vec<u8>> = conn
+                .query_row(
+                    "SELECT ph.thumbnail_jpeg FROM import_items i JOIN photos ph ON ph.id = i.photo_id WHERE i.id = ?1",
+                    [id],
+                    |row| row.get(0),
+                )
+                .optional()?;
+            Ok(jpeg.map(|jpeg| thumbnail_url(&jpeg)))
+        })
+        .await
+    }
+
+    pub(crate) async fn run<T, F>(&self, f: F) -> Result<T, ImportError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, ImportError> + Send + 'static,
+    {
+        self.catalog.with_connection(move |conn| Ok(f(conn))).await?
+    }
+
+    /// Runs `f`, then reads the counts (outside `f`'s transaction, on the same thread).
+    pub(crate) async fn counted<T, F>(&self, f: F) -> Result<Counted<T>, ImportError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, ImportError> + Send + 'static,
+    {
+        let reads = self.reads.clone();
+        self.run(move |conn| {
+            let value = f(conn)?;
+            let (counts, duplicates) = counts(conn)?;
+            let seq = reads.fetch_add(1, Ordering::SeqCst) + 1;
+            Ok(Counted { value, counts, duplicates, seq })
+        })
+        .await
+    }
+}
+
+pub(crate) fn counts(conn: &mut Connection) -> Result<(StateCounts, u32), ImportError> {
+    let mut counts = StateCounts::default();
+    let mut stmt = conn.prepare_cached("SELECT state, count(*) FROM import_items GROUP BY state")?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let state = parse_state(row, 0)?;
+        counts.set(state, row.get(1)?);
+    }
+    let duplicates = conn.query_row(
+        "SELECT count(*) FROM import_items
+         WHERE state = 'skipped' AND skip_reason IN ('already_in_catalog', 'already_queued')",
+        [],
+        |row| row.get(0),
+    )?;
+    Ok((counts, duplicates))
+}
+
+/// Queues a batch of scanned files in one transaction, recognizing what is known already.
+///
+/// - The same path with the same bytes listed before (any state): nothing to do (`unchanged`);
+///   this is how a resumed run or a second drop of the same folder is recognized.
+/// - The same bytes as a product's photo: skipped, `already_in_catalog`.
+/// - The same bytes as another item (not skipped): skipped, `already_queued`.
+/// - `force`: queued anyway (a re-extract), unless the same path is waiting or in progress.
+pub(crate) fn insert_batch(
+    conn: &mut Connection,
+    batch: &[Scanned],
+    force: bool,
+    now: i64,
+) -> Result<EnqueueReport, ImportError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut report = EnqueueReport::default();
+    for entry in batch {
+        match entry {
+            Scanned::Skipped { path, reason, message } => {
+                let listed: bool = tx.query_row(
+                    "SELECT EXISTS (SELECT 1 FROM import_items
+                                    WHERE path = ?1 AND sha256 IS NULL AND state = 'skipped' AND skip_reason = ?2)",
+                    params![path, reason.as_str()],
+                    |row| row.get(0),
+                )?;
+                if listed {
+                    report.unchanged += 1;
+                } else {
+                    insert_skipped(&tx, path, None, *reason, message, (None, None), now)?;
+                    report.skipped += 1;
+                }
+            }
+            Scanned::Photo { path, sha256 } => {
+                let pending: bool = tx.query_row(
+                    "SELECT EXISTS (SELECT 1 FROM import_items
+                                    WHERE path = ?1 AND state IN ('queued', 'preparing', 'extracting'))",
+                    [path],
+                    |row| row.get(0),
+                )?;
+                let listed = pending
+                    || (!force
+                        && tx.query_row(
+                            "SELECT EXISTS (SELECT 1 FROM import_items WHERE path = ?1 AND sha256 IS ?2)",
+                            params![path, sha256],
+                            |row| row.get::<_, bool>(0),
+                        )?);
+                if listed {
+                    report.unchanged += 1;
+                    continue;
+                }
+                if let (false, Some(sha)) = (force, sha256) {
+                    if let Some((product, name)) = product_with_sha(&tx, sha)? {
+                        let message = format!(
+                            "The same photo (the same bytes) is already product #{product} \u{201c}{name}\u{201d} in the catalog; it is not sent again. Extract it again only if you want a new proposal."
+                        );
+                        let dup = (None, Some(product));
+                        insert_skipped(&tx, path, Some(sha), SkipReason::AlreadyInCatalog, &message, dup, now)?;
+                        report.duplicates += 1;
+                        continue;
+                    }
+                    if let Some((item, other)) = item_with_sha(&tx, sha)? {
+                        let message = format!(
+                            "The same photo (the same bytes) is already in the queue as {other} (item #{item}); it is not sent again."
+                        );
+                        let dup = (Some(item), None);
+                        insert_skipped(&tx, path, Some(sha), SkipReason::AlreadyQueued, &message, dup, now)?;
+                        report.duplicates += 1;
+                        continue;
+                    }
+                }
+                let inserted = tx.execute(
+                    "INSERT INTO import_items (path, sha256, state, forced, queued_at, updated_at)
+                     VALUES (?1, ?2, 'queued', ?3, ?4, ?4)
+                     ON CONFLICT DO NOTHING",
+                    params![path, sha256, force, now],
+                )?;
+                if inserted == 1 {
+                    report.queued += 1;
+                } else {
+                    report.unchanged += 1;
+                }
+            }
+        }
+    }
+    tx.commit()?;
+    Ok(report)
+}
+
+fn insert_skipped(
+    tx: &Connection,
+    path: &str,
+    sha256: Option<&str>,
+    reason: SkipReason,
+    message: &str,
+    (dup_item, dup_product): (Option<ItemId>, Option<ProductId>),
+    now: i64,
+) -> Result<(), ImportError> {
+    // A duplicate is not an error: it has a message and no code.
+    let code = match reason {
+        SkipReason::UnsupportedFormat => Some(ErrorCode::UnsupportedFormat),
+        SkipReason::Unreadable => Some(ErrorCode::Io),
+        SkipReason::NotAPhoto => Some(ErrorCode::InvalidImage),
+        SkipReason::AlreadyInCatalog | SkipReason::AlreadyQueued | SkipReason::Discarded => None,
+    };
+    tx.execute(
+        "INSERT INTO import_items (path, sha256, state, skip_reason, duplicate_of_item, duplicate_of_product,
+                                   error_code, error_message, queued_at, updated_at)
+         VALUES (?1, ?2, 'skipped', ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
+        params![path, sha256, reason.as_str(), dup_item, dup_product, code.map(ErrorCode::as_str), message, now],
+    )?;
+    Ok(())
+}
+
+fn product_with_sha(tx: &Connection, sha: &str) -> Result<Option<(ProductId, String)>, ImportError> {
+    Ok(tx
+        .query_row(
+            "SELECT p.id, p.name FROM photos ph JOIN products p ON p.photo_id = ph.id
+             WHERE ph.sha256 = ?1 AND p.duplicate_of IS NULL AND p.deleted_at IS NULL",
+            [sha],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .optional()?)
+}
+
+fn item_with_sha(tx: &Connection, sha: &str) -> Result<Option<(ItemId, String)>, ImportError> {
+    Ok(tx
+        .query_row(
+            "SELECT id, path FROM import_items WHERE sha256 = ?1 AND state <> 'skipped' ORDER BY id LIMIT 1",
+            [sha],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .optional()?)
+}
+
+/// Takes the next queued item (fewest attempts, then oldest) and marks it `preparing`.
+pub(crate) fn claim_next(conn: &mut Connection, now: i64) -> Result<Option<Claimed>, ImportError> {
+    Ok(conn
+        .query_row(
+            "UPDATE import_items SET state = 'preparing', updated_at = ?1
+             WHERE id = (SELECT id FROM import_items WHERE state = 'queued' ORDER BY attempts, id LIMIT 1)
+               AND state = 'queued'
+             RETURNING id, path, attempts",
+            [now],
+            |row| Ok(Claimed { id: row.get(0)?, path: row.get(1)?, attempts: row.get(2)? }),
+        )
+        .optional()?)
+}
+
+/// `preparing → extracting`: the photo is recorded; its content hash (what was actually
+/// prepared), perceptual hash and near-duplicate hint are stored with the state. False when the
+/// item was no longer preparing.
+pub(crate) fn mark_extracting(
+    conn: &mut Connection,
+    id: ItemId,
+    photo_id: PhotoId,
+    sha256: &str,
+    phash: Option<u64>,
+    looks_like: Option<(PhotoId, u32)>,
+    now: i64,
+) -> Result<bool, ImportError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    if let Some(hash) = phash {
+        tx.execute(
+            "UPDATE photos SET phash = ?2 WHERE id = ?1 AND phash IS NULL",
+            params![photo_id, phash::to_hex(hash)],
+        )?;
+    }
+    let changed = tx.execute(
+        "UPDATE import_items
+         SET state = 'extracting', photo_id = ?2, sha256 = ?3, looks_like_photo_id = ?4, looks_like_distance = ?5,
+             updated_at = ?6
+         WHERE id = ?1 AND state = 'preparing'",
+        params![id, photo_id, sha256, looks_like.map(|l| l.0), looks_like.map(|l| l.1), now],
+    )?;
+    tx.commit()?;
+    Ok(changed == 1)
+}
+
+/// Moves an item out of `preparing`/`extracting`, recording its attempt in the same transaction.
+/// The attempt is kept even when the item had moved meanwhile (the audit trail has every call);
+/// the item is then left alone and this returns false.
+pub(crate) fn finish(conn: &mut Connection, f: &Finish, now: i64) -> Result<bool, ImportError> {
+    let (proposal_json, flags_json, flag_count) = match &f.proposal {
+        Some((product, flags)) => {
+            (Some(serde_json::to_string(product)?), Some(serde_json::to_string(flags)?), flags.len() as i64)
+        }
+        None => (None, None, 0),
+    };
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let attempt_id = f.attempt.as_ref().map(|a| record_attempt_in(&tx, a)).transpose()?;
+    let changed = tx.execute(
+        "UPDATE import_items
+         SET state = ?3,
+             attempts = attempts + ?4,
+             attempt_id = coalesce(?5, attempt_id),
+             proposal_json = CASE WHEN ?3 = 'ready' THEN ?6 ELSE proposal_json END,
+             flags_json = CASE WHEN ?3 = 'ready' THEN ?7 ELSE flags_json END,
+             flag_count = CASE WHEN ?3 = 'ready' THEN ?8 ELSE flag_count END,
+             error_code = ?9,
+             error_message = ?10,
+             updated_at = ?11
+         WHERE id = ?1 AND state = ?2",
+        params![
+            f.id,
+            f.from.as_str(),
+            f.to.as_str(),
+            i64::from(f.count_attempt),
+            attempt_id,
+            proposal_json,
+            flags_json,
+            flag_count,
+            f.error.as_ref().map(|e| e.0.as_str()),
+            f.error.as_ref().map(|e| e.1.as_str()),
+            now
+        ],
+    )?;
+    tx.commit()?;
+    Ok(changed == 1)
+}
+
+/// Crash-resume and cancel: everything `preparing` or `extracting` goes back to `queued`
+/// (attempts unchanged). Ready items keep their result.
+pub(crate) fn requeue_unfinished(conn: &mut Connection, now: i64) -> Result<usize, ImportError> {
+    Ok(conn.execute(
+        "UPDATE import_items SET state = 'queued', updated_at = ?1 WHERE state IN ('preparing', 'extracting')",
+        [now],
+    )?)
+}
+
+/// `ready → saved`, with the product, in one transaction. `product` is what the reviewer saves.
+pub(crate) fn save_item(
+    conn: &mut Connection,
+    id: ItemId,
+    product: Product,
+    now: i64,
+) -> Result<ProductRecord, ImportError> {
+    let product = checked_for_save(product)?;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let record = save_in(&tx, id, product, now)?;
+    tx.commit()?;
+    Ok(record)
+}
+
+fn save_in(tx: &Connection, id: ItemId, product: Product, now: i64) -> Result<ProductRecord, ImportError> {
+    let (state, photo_id, attempt_id): (String, Option<PhotoId>, Option<i64>) = tx
+        .query_row("SELECT state, photo_id, attempt_id FROM import_items WHERE id = ?1", [id], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+        })
+        .optional()?
+        .ok_or(ImportError::NotFound(id))?;
+    let state = ItemState::parse(&state).unwrap_or(ItemState::Skipped);
+    let (ItemState::Ready, Some(photo_id)) = (state, photo_id) else {
+        return Err(ImportError::WrongState { id, state, expected: "ready" });
+    };
+    let existed: bool = tx.query_row(
+        "SELECT EXISTS (SELECT 1 FROM products WHERE photo_id = ?1 AND duplicate_of IS NULL)",
+        [photo_id],
+        |row| row.get(0),
+    )?;
+    let save = SaveProduct { photo_id, attempt_id, saved: product, saved_at: now, saved_by: local_user() };
+    let record = save_product_in(tx, &save, RevisionSource::Import)?;
+    tx.execute(
+        "UPDATE import_items SET state = 'saved', product_id = ?2, saved_revision = ?3, created_product = ?4,
+                                 error_code = NULL, error_message = NULL, updated_at = ?5
+         WHERE id = ?1 AND state = 'ready'",
+        params![id, record.id, record.revision, !existed, now],
+    )?;
+    Ok(record)
+}
+
+/// What one [`save_ready`] transaction did.
+pub(crate) struct SavedBatch {
+    pub saved: Vec<ItemId>,
+    /// The last item looked at (the next batch starts after it); `None` when none was left.
+    pub last: Option<ItemId>,
+}
+
+/// Saves ready items in queue order, `limit` at most, in one transaction; those that `filter`
+/// leaves out (or whose proposal is invalid) stay ready.
+pub(crate) fn save_ready(
+    conn: &mut Connection,
+    filter: SaveFilter,
+    after: ItemId,
+    limit: u32,
+    now: i64,
+) -> Result<SavedBatch, ImportError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let candidates: Vec<(ItemId, String)> = {
+        let mut stmt = tx.prepare_cached(
+            "SELECT i.id, i.proposal_json FROM import_items i
+             WHERE i.state = 'ready' AND i.id > ?1
+               AND (?2 = 0 OR (i.flag_count = 0 AND i.looks_like_photo_id IS NULL
+                               AND NOT EXISTS (SELECT 1 FROM products p WHERE p.photo_id = i.photo_id
+                                               AND p.duplicate_of IS NULL AND p.deleted_at IS NULL)))
+             ORDER BY i.id LIMIT ?3",
+        )?;
+        let rows = stmt
+            .query_map(params![after, filter == SaveFilter::Unflagged, limit], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        rows.collect::<Result<_, _>>()?
+    };
+    let last = candidates.last().map(|c| c.0);
+    let mut saved = Vec::new();
+    for (id, json) in candidates {
+        let Ok(product) = checked_for_save(serde_json::from_str::<Product>(&json)?) else {
+            continue;
+        };
+        save_in(&tx, id, product, now)?;
+        saved.push(id);
+    }
+    tx.commit()?;
+    Ok(SavedBatch { saved, last })
+}
+
+/// Undoes saves: for each item still `saved` whose save created its product, and whose product
+/// is still at the revision that save left, the product is deleted and the item is ready again.
+pub(crate) fn undo_saves(conn: &mut Connection, ids: &[ItemId], now: i64) -> Result<UndoReport, ImportError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut report = UndoReport::default();
+    for &id in ids {
+        let row: Option<(String, Option<ProductId>, Option<u32>, bool)> = tx
+            .query_row(
+                "SELECT state, product_id, saved_revision, created_product FROM import_items WHERE id = ?1",
+                [id],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+            )
+            .optional()?;
+        let restorable = match row {
+            Some((state, Some(product), Some(revision), true)) if state == "saved" => {
+                // Its history goes with it (ON DELETE CASCADE); a product someone duplicated since stays.
+                tx.execute(
+                    "DELETE FROM products WHERE id = ?1 AND revision = ?2 AND deleted_at IS NULL
+                       AND NOT EXISTS (SELECT 1 FROM products d WHERE d.duplicate_of = ?1)",
+                    params![product, revision],
+                )? == 1
+            }
+            _ => false,
+        };
+        if restorable {
+            tx.execute(
+                "UPDATE import_items SET state = 'ready', product_id = NULL, saved_revision = NULL, created_product = 0,
+                                         updated_at = ?2
+                 WHERE id = ?1 AND state = 'saved'",
+                params![id, now],
+            )?;
+            report.restored.push(id);
+        } else {
+            report.kept.push(id);
+        }
+    }
+    tx.commit()?;
+    Ok(report)
+}
+
+/// Every failed item back to the queue with a fresh attempt count. An item whose path is waiting
+/// again already (the file was queued anew) stays failed.
+pub(crate) fn retry_failed(conn: &mut Connection, now: i64) -> Result<usize, ImportError> {
+    Ok(conn.execute(
+        "UPDATE OR IGNORE import_items
+         SET state = 'queued', attempts = 0, error_code = NULL, error_message = NULL, updated_at = ?1
+         WHERE state = 'failed'",
+        [now],
+    )?)
+}
+
+/// Removes the saved and skipped items (the photos, attempts and products stay in the catalog).
+pub(crate) fn clear_done(conn: &mut Connection) -> Result<usize, ImportError> {
+    Ok(conn.execute("DELETE FROM import_items WHERE state IN ('saved', 'skipped')", [])?)
+}
+
+/// A skipped or failed item back to the queue, marked forced: it is extracted even though the
+/// same bytes are known.
+pub(crate) fn force(conn: &mut Connection, id: ItemId, now: i64) -> Result<(), ImportError> {
+    let changed = conn.execute(
+        "UPDATE OR IGNORE import_items
+         SET state = 'queued', forced = 1, attempts = 0, skip_reason = NULL, duplicate_of_item = NULL,
+             duplicate_of_product = NULL, error_code = NULL, error_message = NULL, updated_at = ?2
+         WHERE id = ?1
+           AND (state = 'failed' OR skip_reason IN ('already_in_catalog', 'already_queued', 'discarded'))",
+        params![id, now],
+    )?;
+    if changed == 1 {
+        return Ok(());
+    }
+    let state = state_of(conn, id)?;
+    Err(ImportError::WrongState { id, state, expected: "skipped as a duplicate, discarded, or failed" })
+}
+
+/// `ready`, `failed` or `queued` → skipped (`discarded`).
+pub(crate) fn discard(conn: &mut Connection, id: ItemId, now: i64) -> Result<(), ImportError> {
+    let changed = conn.execute(
+        "UPDATE import_items
+         SET state = 'skipped', skip_reason = 'discarded', error_code = NULL, error_message = 'Discarded in review.',
+             updated_at = ?2
+         WHERE id = ?1 AND state IN ('ready', 'failed', 'queued')",
+        params![id, now],
+    )?;
+    if changed == 1 {
+        return Ok(());
+    }
+    let state = state_of(conn, id)?;
+    Err(ImportError::WrongState { id, state, expected: "ready, failed or queued" })
+}
+
+fn state_of(conn: &Connection, id: ItemId) -> Result<ItemState, ImportError> {
+    let state: String = conn
+        .query_row("SELECT state FROM import_items WHERE id = ?1", [id], |row| row.get(0))
+        .optional()?
+        .ok_or(ImportError::NotFound(id))?;
+    Ok(ItemState::parse(&state).unwrap_or(ItemState::Skipped))
+}
+
+/// The photos the near-duplicate index starts with: those of products and of items not skipped.
+pub(crate) fn near_seed(conn: &mut Connection) -> Result<Vec<(PhotoId, u64)>, ImportError> {
+    let mut stmt = conn.prepare(
+        "SELECT ph.id, ph.phash FROM photos ph
+         WHERE ph.phash IS NOT NULL
+           AND (EXISTS (SELECT 1 FROM products p WHERE p.photo_id = ph.id AND p.deleted_at IS NULL)
+                OR EXISTS (SELECT 1 FROM import_items i WHERE i.photo_id = ph.id AND i.state <> 'skipped'))",
+    )?;
+    let rows = stmt.query_map([], |row| Ok((row.get::<_, PhotoId>(0)?, row.get::<_, String>(1)?)))?;
+    let mut seed = Vec::new();
+    for row in rows {
+        let (photo, hex) = row?;
+        if let Some(hash) = phash::from_hex(&hex) {
+            seed.push((photo, hash));
+        }
+    }
+    Ok(seed)
+}
+
+/// Thumbnails of product photos saved before perceptual hashes existed, `limit` at a time.
+pub(crate) fn photos_without_phash(
+    conn: &mut Connection,
+    after: PhotoId,
+    limit: u32,
+) -> Result<Vec<(PhotoId, Vec<u8>)>, ImportError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, thumbnail_jpeg FROM photos
+         WHERE phash IS NULL AND id > ?1 AND id IN (SELECT photo_id FROM products WHERE deleted_at IS NULL)
+         ORDER BY id LIMIT ?2",
+    )?;
+    let rows = stmt.query_map(params![after, limit], |row| Ok((row.get(0)?, row.get(1)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+pub(crate) fn set_phashes(conn: &mut Connection, hashes: &[(PhotoId, u64)]) -> Result<(), ImportError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    for (photo, hash) in hashes {
+        tx.execute(
+            "UPDATE photos SET phash = ?2 WHERE id = ?1 AND phash IS NULL",
+            params![photo, phash::to_hex(*hash)],
+        )?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+/// The columns of [`row`], with the joins that resolve the near-duplicate hint and the product.
+const ROW_SELECT: &str = "
+    SELECT i.id, i.path, i.state, i.attempts, i.error_code, i.error_message, i.skip_reason,
+           i.duplicate_of_item, i.duplicate_of_product,
+           json_extract(i.proposal_json, '$.name'), json_extract(i.proposal_json, '$.brand'),
+           i.flag_count, i.photo_id,
+           coalesce(i.product_id, (SELECT p.id FROM products p
+                                   WHERE p.photo_id = i.photo_id AND p.duplicate_of IS NULL AND p.deleted_at IS NULL)),
+           i.updated_at, i.looks_like_distance,
+           lp.id, lp.name,
+           li.id, li.path, json_extract(li.proposal_json, '$.name')
+    FROM import_items i
+    LEFT JOIN products lp ON lp.photo_id = i.looks_like_photo_id AND lp.duplicate_of IS NULL AND lp.deleted_at IS NULL
+    LEFT JOIN import_items li ON li.id = (SELECT max(x.id) FROM import_items x
+                                         WHERE x.photo_id = i.looks_like_photo_id AND x.state <> 'skipped')";
+
+fn row(r: &Row<'_>) -> rusqlite::Result<ImportRow> {
+    let path: String = r.get(1)?;
+    let state = parse_state(r, 2)?;
+    let code = match r.get::<_, Option<String>>(4)? {
+        Some(code) => Some(parse_code(4, &code)?),
+        None => None,
+    };
+    let message: Option<String> = r.get(5)?;
+    let (last_error, skipped) = match r.get::<_, Option<String>>(6)? {
+        Some(reason) => {
+            let reason = SkipReason::parse(&reason).ok_or_else(|| bad_column(6, &reason))?;
+            let skip = SkipInfo {
+                reason,
+                message: message.unwrap_or_default(),
+                duplicate_of_item: r.get(7)?,
+                duplicate_of_product: r.get(8)?,
+            };
+            (None, Some(skip))
+        }
+        None => (code.zip(message).map(|(code, message)| ErrorReport::new(code, message)), None),
+    };
+    let proposal = match r.get::<_, Option<String>>(9)? {
+        Some(name) => Some(ProposalSummary { name, brand: r.get(10)? }),
+        None => None,
+    };
+    let distance: Option<u32> = r.get(15)?;
+    let looks_like = match (distance, r.get::<_, Option<ProductId>>(16)?, r.get::<_, Option<ItemId>>(18)?) {
+        (Some(distance), Some(product_id), _) => Some(LooksLike::Product { product_id, name: r.get(17)?, distance }),
+        (Some(distance), None, Some(item_id)) => {
+            Some(LooksLike::Item { item_id, path: r.get(19)?, name: r.get(20)?, distance })
+        }
+        _ => None,
+    };
+    let file_name =
+        std::path::Path::new(&path).file_name().map_or_else(|| path.clone(), |n| n.to_string_lossy().into_owned());
+    Ok(ImportRow {
+        id: r.get(0)?,
+        file_name,
+        path,
+        state,
+        attempts: r.get(3)?,
+        last_error,
+        skipped,
+        proposal,
+        flag_count: r.get(11)?,
+        looks_like,
+        photo_id: r.get(12)?,
+        product_id: r.get(13)?,
+        updated_at: r.get(14)?,
+    })
+}
+
+pub(crate) fn page(
+    conn: &mut Connection,
+    offset: u32,
+    limit: u32,
+    states: Option<&[ItemState]>,
+) -> Result<ImportPage, ImportError> {
+    // The filter is built from our own enum's names, never from user text.
+    let filter = match states {
+        Some(states) => {
+            let names: Vec<String> = states.iter().map(|s| format!("'{}'", s.as_str())).collect();
+            format!("WHERE i.state IN ({})", if names.is_empty() { "NULL".to_string() } else { names.join(", ") })
+        }
+        None => String::new(),
+    };
+    let total: u64 =
+        conn.query_row(&format!("SELECT count(*) FROM import_items i {filter}"), [], |r| r.get::<_, i64>(0))? as u64;
+    let mut stmt = conn.prepare_cached(&format!("{ROW_SELECT} {filter} ORDER BY i.id LIMIT ?1 OFFSET ?2"))?;
+    let rows = stmt.query_map(params_from_iter([limit, offset]), row)?;
+    Ok(ImportPage { total, rows: rows.collect::<Result<_, _>>()? })
+}
+
+pub(crate) fn detail(conn: &mut Connection, id: ItemId) -> Result<ImportItemDetail, ImportError> {
+    let row = conn
+        .prepare_cached(&format!("{ROW_SELECT} WHERE i.id = ?1"))?
+        .query_row([id], row)
+        .optional()?
+        .ok_or(ImportError::NotFound(id))?;
+    let (sha256, proposal, flags, attempt) = conn.query_row(
+        "SELECT i.sha256, i.proposal_json, i.flags_json,
+                a.id, a.model, a.latency_ms, a.prompt_tokens, a.output_tokens, a.thoughts_tokens, a.total_tokens,
+                a.raw_response
+         FROM import_items i LEFT JOIN attempts a ON a.id = i.attempt_id
+         WHERE i.id = ?1",
+        [id],
+        |r| {
+            let proposal: Option<Product> = json(r, 1)?;
+            let flags: Vec<FieldFlag> = json(r, 2)?.unwrap_or_default();
+            let attempt = match r.get::<_, Option<i64>>(3)? {
+                Some(attempt_id) => {
+                    let tokens: [Option<u32>; 4] = [r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?];
+                    let usage = tokens[0].map(|prompt_tokens| Usage {
+                        prompt_tokens,
+                        output_tokens: tokens[1].unwrap_or_default(),
+                        thoughts_tokens: tokens[2].unwrap_or_default(),
+                        total_tokens: tokens[3].unwrap_or_default(),
+                    });
+                    Some(AttemptInfo {
+                        id: attempt_id,
+                        model: r.get(4)?,
+                        latency_ms: r.get::<_, i64>(5)?.max(0) as u64,
+                        usage,
+                        raw_response: r.get(10)?,
+                    })
+                }
+                None => None,
+            };
+            Ok((r.get::<_, Option<String>>(0)?, proposal, flags, attempt))
+        },
+    )?;
+    Ok(ImportItemDetail { row, sha256, proposal, flags, attempt })
+}
+
+fn json<T: serde::de::DeserializeOwned>(r: &Row<'_>, idx: usize) -> rusqlite::Result<Option<T>> {
+    match r.get_ref(idx)?.as_str_or_null()? {
+        None => Ok(None),
+        Some(text) => serde_json::from_str(text)
+            .map(Some)
+            .map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e))),
+    }
+}
+
+fn parse_state(r: &Row<'_>, idx: usize) -> rusqlite::Result<ItemState> {
+    let text = r.get_ref(idx)?.as_str()?;
+    ItemState::parse(text).ok_or_else(|| bad_column(idx, text))
+}
+
+fn parse_code(idx: usize, code: &str) -> rusqlite::Result<ErrorCode> {
+    serde_json::from_value(serde_json::Value::String(code.to_string())).map_err(|_| bad_column(idx, code))
+}
+
+fn bad_column(idx: usize, text: &str) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(
+        idx,
+        rusqlite::types::Type::Text,
+        format!("unexpected value {text:?} in import_items").into(),
+    )
+}

@@ -1,0 +1,472 @@
+//! `import` and `import status`: the bulk-import queue, headless, in the data dir.
+//!
+//! `import PATH...` queues the files (folders recursively), resumes whatever an interrupted run
+//! left, and works the queue until nothing more can move: one line per item finished in this run
+//! on stdout (with `--json`, `extract --json`'s object plus `"state"` and `"item_id"`), a progress
+//! line on stderr when it is a terminal, then a summary line. `--save` saves every proposal
+//! without an invalid field, including those left ready by an earlier run.
+//!
+//! Exit codes: 0 when everything went fine; 1 when an item failed (or, with `--save`, could not be
+//! saved), or the run was interrupted; 2 on a usage or config error, including a key Gemini
+//! rejects: the import stops and the items stay queued for the next run.
+
+use std::collections::HashSet;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Subcommand};
+use pe_core::import::{
+    EnqueueOptions, ImportItemDetail, ImportOptions, ImportProgress, ImportQueue, ImportStatus, ImportStore,
+    ItemChanged, ItemId, ItemState, SkipInfo,
+};
+use pe_core::pipeline::{checked_for_save, Pipeline};
+use pe_core::resilience::ResilienceStack;
+use pe_core::{ErrorCode, ErrorReport};
+use serde_json::{json, Value};
+use tokio::sync::broadcast::error::RecvError;
+
+use super::{usage_error, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+use crate::state::{AppState, STACK_NAME};
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct ImportArgs {
+    #[command(subcommand)]
+    pub command: Option<ImportCommand>,
+    /// One JSON object per line instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Save every successful extraction to the catalog without review (proposals with an invalid
+    /// field stay ready for review).
+    #[arg(long)]
+    pub save: bool,
+    /// How many Gemini calls run at once for this run (the bulkhead's max_concurrent_calls).
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub concurrency: Option<u32>,
+    /// Photo files and folders (searched recursively).
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ImportCommand {
+    /// The import queue: the items per state, then every item.
+    Status {
+        /// One JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// How often the stderr progress line is redrawn at most.
+const PROGRESS_EVERY: Duration = Duration::from_millis(200);
+
+pub async fn run(state: &AppState, args: ImportArgs) -> i32 {
+    if let Some(ImportCommand::Status { json }) = args.command {
+        return status(state, json).await;
+    }
+    if state.effective_config().gemini.api_key.is_none() {
+        return usage_error(
+            "no Gemini API key: set GEMINI_API_KEY, or add api_key under [gemini] in the config file \
+             (the window's Settings do that for you)",
+        );
+    }
+    let pipeline = match with_concurrency(state.pipeline(), args.concurrency) {
+        Ok(pipeline) => pipeline,
+        Err(message) => return usage_error(&message),
+    };
+    let run_started = (pipeline.clock())();
+    let queue = match ImportQueue::open(pipeline.clone(), ImportOptions::default()).await {
+        Ok(queue) => queue,
+        Err(e) => return usage_error(&e.to_string()),
+    };
+    let mut run = Run {
+        queue: queue.clone(),
+        json: args.json,
+        save: args.save,
+        printed: HashSet::new(),
+        failed: 0,
+        stdout: std::io::stdout(),
+    };
+    let code = run.work(args.paths, run_started).await;
+    let progress = queue.progress().borrow().clone();
+    queue.shutdown().await;
+    if code == EXIT_USAGE {
+        return code;
+    }
+    let summary = summary(&progress, &pipeline, args.json);
+    if writeln!(run.stdout, "{summary}").is_err() {
+        return EXIT_FAILED;
+    }
+    code
+}
+
+/// The state's pipeline, with a stack of `k` bulkhead slots when asked.
+fn with_concurrency(pipeline: Pipeline, k: Option<u32>) -> Result<Pipeline, String> {
+    let Some(k) = k else { return Ok(pipeline) };
+    let mut config = pipeline.stack().config().clone();
+    config.bulkhead.max_concurrent_calls = k;
+    let stack = ResilienceStack::new(STACK_NAME, config).map_err(|e| e.to_string())?;
+    Ok(Pipeline::new(
+        pipeline.gemini().clone(),
+        stack,
+        pipeline.catalog().clone(),
+        pipeline.image_config().clone(),
+        pipeline.clock().clone(),
+    ))
+}
+
+struct Run {
+    queue: ImportQueue,
+    json: bool,
+    save: bool,
+    /// Items with a line already (an item is printed once per run).
+    printed: HashSet<ItemId>,
+    /// Lines with `ok: false` that are not skips.
+    failed: usize,
+    stdout: std::io::Stdout,
+}
+
+impl Run {
+    /// Queues the paths and works until settled; returns the exit code (the summary is printed by
+    /// the caller).
+    async fn work(&mut self, paths: Vec<PathBuf>, run_started: i64) -> i32 {
+        let mut events = self.queue.subscribe();
+        if let Err(e) = self.queue.enqueue(paths, EnqueueOptions::default()).await {
+            eprintln!("error: {}", ErrorReport::from(e));
+            return EXIT_FAILED;
+        }
+        if self.save {
+            // Ready items an earlier (interrupted) run left: saved now, printed below.
+            if let Err(e) = self.queue.save_all_ready_valid().await {
+                eprintln!("error: {}", ErrorReport::from(e));
+                return EXIT_FAILED;
+            }
+        }
+        let mut progress = self.queue.progress();
+        let terminal = std::io::stderr().is_terminal();
+        let mut drawn = Instant::now() - PROGRESS_EVERY;
+        let interrupted = loop {
+            if progress.borrow_and_update().is_settled() {
+                break false;
+            }
+            tokio::select! {
+                event = events.recv() => match event {
+                    Ok(event) => self.on_event(event).await,
+                    // Missed events are caught up below, from the queue itself.
+                    Err(RecvError::Lagged(_)) => {}
+                    Err(RecvError::Closed) => break false,
+                },
+                changed = progress.changed() => {
+                    if changed.is_err() {
+                        break false;
+                    }
+                    if terminal && drawn.elapsed() >= PROGRESS_EVERY {
+                        drawn = Instant::now();
+                        eprint!("\r\x1b[K{}", progress_line(&progress.borrow()));
+                    }
+                }
+                _ = tokio::signal::ctrl_c() => break true,
+            }
+        };
+        if terminal {
+            eprint!("\r\x1b[K");
+        }
+        while let Ok(event) = events.try_recv() {
+            self.on_event(event).await;
+        }
+        if interrupted {
+            eprintln!("interrupted: run the same command again to resume");
+            return EXIT_FAILED;
+        }
+        if let Err(e) = self.catch_up(run_started).await {
+            eprintln!("error: {}", ErrorReport::from(e));
+            return EXIT_FAILED;
+        }
+        let settled = self.queue.progress().borrow().clone();
+        if let ImportStatus::Stopped { code, message } = &settled.status {
+            eprintln!("error: {message}");
+            return match code {
+                ErrorCode::GeminiAuth | ErrorCode::GeminiNotFound | ErrorCode::Config => EXIT_USAGE,
+                _ => EXIT_FAILED,
+            };
+        }
+        if self.failed == 0 {
+            EXIT_OK
+        } else {
+            EXIT_FAILED
+        }
+    }
+
+    async fn on_event(&mut self, event: ItemChanged) {
+        match event.state {
+            ItemState::Ready if self.save => {
+                let detail = self.queue.item(event.id).await;
+                let Some(product) = detail.ok().and_then(|d| d.proposal) else { return };
+                // Saved: its own event prints it. Refused: printed by the catch-up as not saved.
+                let _ = self.queue.save_item(event.id, product).await;
+            }
+            ItemState::Ready | ItemState::Saved | ItemState::Failed | ItemState::Skipped => self.print(event.id).await,
+            ItemState::Queued | ItemState::Preparing | ItemState::Extracting => {}
+        }
+    }
+
+    /// Everything finished in this run without a line yet: items skipped while queueing, events
+    /// missed, ready items `--save` could not save.
+    async fn catch_up(&mut self, run_started: i64) -> Result<(), pe_core::import::ImportError> {
+        if self.save {
+            self.queue.save_all_ready_valid().await?;
+        }
+        const PAGE: u32 = 500;
+        let finished = vec![ItemState::Ready, ItemState::Saved, ItemState::Failed, ItemState::Skipped];
+        let mut offset = 0;
+        loop {
+            let page = self.queue.items(offset, PAGE, Some(finished.clone())).await?;
+            for row in &page.rows {
+                // With --save, every item still ready was tried now and could not be saved.
+                let this_run = row.updated_at >= run_started || (self.save && row.state == ItemState::Ready);
+                if this_run && !self.printed.contains(&row.id) {
+                    self.print(row.id).await;
+                }
+            }
+            if page.rows.len() < PAGE as usize {
+                return Ok(());
+            }
+            offset += PAGE;
+        }
+    }
+
+    async fn print(&mut self, id: ItemId) {
+        if !self.printed.insert(id) {
+            return;
+        }
+        let Ok(detail) = self.queue.item(id).await else { return };
+        let (line, failed) = if self.json { json_line(&detail, self.save) } else { text_line(&detail, self.save) };
+        self.failed += usize::from(failed);
+        let _ = writeln!(self.stdout, "{line}").and_then(|()| self.stdout.flush());
+    }
+}
+
+/// The line of `extract --json` for this item, plus `state` and `item_id`; and whether it counts
+/// as a failure.
+fn json_line(d: &ImportItemDetail, save: bool) -> (String, bool) {
+    let row = &d.row;
+    let mut value = match (row.state, &d.proposal, &row.skipped) {
+        (ItemState::Ready | ItemState::Saved, Some(product), _) => match unsaved(d, save) {
+            Some(error) => json!({"ok": false, "error": {"kind": error.code, "message": error.message}}),
+            None => {
+                let attempt = d.attempt.as_ref();
+                let mut v = json!({
+                    "ok": true,
+                    "product": product,
+                    "flags": d.flags,
+                    "usage": attempt.and_then(|a| a.usage),
+                    "model": attempt.map(|a| a.model.clone()),
+                    "latency_ms": attempt.map(|a| a.latency_ms),
+                    "photo_id": row.photo_id,
+                    "attempt_id": attempt.map(|a| a.id),
+                });
+                if row.state == ItemState::Saved {
+                    v["saved_product_id"] = json!(row.product_id);
+                }
+                v
+            }
+        },
+        (_, _, Some(skip)) => json!({"ok": false, "skipped": skip_json(skip)}),
+        _ => {
+            let error = row.last_error.clone().unwrap_or_else(|| ErrorReport::new(ErrorCode::Io, "unknown"));
+            json!({"ok": false, "error": {"kind": error.code, "message": error.message}})
+        }
+    };
+    value["file"] = json!(row.path);
+    value["state"] = json!(row.state);
+    value["item_id"] = json!(row.id);
+    let failed = value["ok"] == false && row.skipped.is_none();
+    (value.to_string(), failed)
+}
+
+fn skip_json(skip: &SkipInfo) -> Value {
+    json!({
+        "reason": skip.reason,
+        "message": skip.message,
+        "duplicate_of_item": skip.duplicate_of_item,
+        "duplicate_of_product": skip.duplicate_of_product,
+    })
+}
+
+/// With `--save`, a ready item was not saved: why.
+fn unsaved(d: &ImportItemDetail, save: bool) -> Option<ErrorReport> {
+    if !save || d.row.state != ItemState::Ready {
+        return None;
+    }
+    let product = d.proposal.clone()?;
+    match checked_for_save(product) {
+        Err(e) => Some(ErrorReport::from(e)),
+        Ok(_) => Some(ErrorReport::new(ErrorCode::Conflict, "not saved; review it in the window")),
+    }
+}
+
+fn text_line(d: &ImportItemDetail, save: bool) -> (String, bool) {
+    let row = &d.row;
+    let file = &row.path;
+    if let Some(skip) = &row.skipped {
+        return (format!("skip  {file}: {}", skip.message), false);
+    }
+    match (&d.proposal, unsaved(d, save)) {
+        (Some(p), None) if matches!(row.state, ItemState::Ready | ItemState::Saved) => {
+            let brand = p.brand.as_deref().map(|b| format!(" ({b})")).unwrap_or_default();
+            let (latency, prompt, output) = d.attempt.as_ref().map_or((0, 0, 0), |a| {
+                let usage = a.usage.unwrap_or_default();
+                (a.latency_ms, usage.prompt_tokens, usage.output_tokens)
+            });
+            let flags = if d.flags.is_empty() { String::new() } else { format!(", {} flagged", d.flags.len()) };
+            let saved = match (row.state, row.product_id) {
+                (ItemState::Saved, Some(id)) => format!(", saved as #{id}"),
+                _ => String::new(),
+            };
+            let state = if row.state == ItemState::Saved { "saved" } else { "ready" };
+            let line = format!(
+                "{state} {file}: {}{brand} — {latency} ms, {prompt} in / {output} out tokens{flags}{saved}",
+                p.name
+            );
+            (line, false)
+        }
+        (_, Some(error)) => (format!("error {file}: [{}] not saved: {}", error.code, error.message), true),
+        _ => {
+            let error = row.last_error.clone().unwrap_or_else(|| ErrorReport::new(ErrorCode::Io, "unknown"));
+            (format!("error {file}: [{}] {}", error.code, error.message), true)
+        }
+    }
+}
+
+fn summary(p: &ImportProgress, pipeline: &Pipeline, json: bool) -> String {
+    let breaker = pipeline.stack().breaker().actuator_json();
+    let c = &p.counts;
+    if json {
+        json!({"summary": {
+            "saved": c.saved,
+            "ready": c.ready,
+            "failed": c.failed,
+            "skipped": c.skipped,
+            "duplicates": p.duplicates,
+            "queued": c.active(),
+            "breaker": breaker,
+        }})
+        .to_string()
+    } else {
+        format!(
+            "{} saved, {} ready, {} failed, {} skipped ({} duplicates), {} queued; Gemini circuit breaker {}",
+            c.saved,
+            c.ready,
+            c.failed,
+            c.skipped,
+            p.duplicates,
+            c.active(),
+            breaker["state"].as_str().unwrap_or("?")
+        )
+    }
+}
+
+/// `[#####-----] 120/200 · 23.5/min · ETA 1m 12s · paused: …`
+fn progress_line(p: &ImportProgress) -> String {
+    const WIDTH: u32 = 24;
+    let filled = (p.done * WIDTH).checked_div(p.total).unwrap_or(0);
+    let bar: String = (0..WIDTH).map(|i| if i < filled { '#' } else { '-' }).collect();
+    let c = &p.counts;
+    let eta = p
+        .eta_ms
+        .filter(|_| p.throughput_per_min > 0.0)
+        .map(|ms| format!(" · ETA {}", humantime::format_duration(Duration::from_secs(ms / 1000))))
+        .unwrap_or_default();
+    let status = match &p.status {
+        ImportStatus::PausedBreaker { message, .. }
+        | ImportStatus::WaitingQuota { message, .. }
+        | ImportStatus::Stopped { message, .. } => format!(" · {message}"),
+        _ => String::new(),
+    };
+    format!(
+        "[{bar}] {}/{} · ready {} · saved {} · failed {} · {:.1}/min{eta}{status}",
+        p.done, p.total, c.ready, c.saved, c.failed, p.throughput_per_min
+    )
+}
+
+/// `import status`: the counts, then one line (or object) per item. Needs no queue lock: it can
+/// run while an import does.
+async fn status(state: &AppState, json: bool) -> i32 {
+    let store = ImportStore::new(state.catalog().clone());
+    let (counts, duplicates) = match store.counts().await {
+        Ok(counts) => counts,
+        Err(e) => {
+            eprintln!("error: {}", ErrorReport::from(e));
+            return EXIT_FAILED;
+        }
+    };
+    const PAGE: u32 = 500;
+    let mut rows = Vec::new();
+    loop {
+        match store.items(rows.len() as u32, PAGE, None).await {
+            Ok(page) => {
+                let done = page.rows.len() < PAGE as usize;
+                rows.extend(page.rows);
+                if done {
+                    break;
+                }
+            }
+            Err(e) => {
+                eprintln!("error: {}", ErrorReport::from(e));
+                return EXIT_FAILED;
+            }
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    let written = if json {
+        let items: Vec<Value> = rows
+            .iter()
+            .map(|r| {
+                json!({
+                    "id": r.id,
+                    "file": r.path,
+                    "state": r.state,
+                    "attempts": r.attempts,
+                    "error": r.last_error.as_ref().map(|e| json!({"kind": e.code, "message": e.message})),
+                    "skipped": r.skipped.as_ref().map(skip_json),
+                    "product": r.proposal,
+                    "flags": r.flag_count,
+                    "looks_like": r.looks_like,
+                    "product_id": r.product_id,
+                })
+            })
+            .collect();
+        let value = json!({"counts": counts, "total": counts.total(), "duplicates": duplicates, "items": items});
+        writeln!(out, "{value}")
+    } else {
+        let c = counts;
+        let mut text = format!(
+            "{} items: {} queued, {} preparing, {} extracting, {} ready, {} saved, {} failed, {} skipped ({} duplicates)\n",
+            c.total(),
+            c.queued,
+            c.preparing,
+            c.extracting,
+            c.ready,
+            c.saved,
+            c.failed,
+            c.skipped,
+            duplicates
+        );
+        for r in &rows {
+            let detail = match (&r.last_error, &r.skipped, &r.proposal) {
+                (_, Some(skip), _) => skip.message.clone(),
+                (Some(e), _, _) => format!("[{}] {}", e.code, e.message),
+                (None, None, Some(p)) => p.name.clone(),
+                _ => String::new(),
+            };
+            text.push_str(&format!("#{:<6} {:<10} {}  {}\n", r.id, r.state.as_str(), r.path, detail));
+        }
+        write!(out, "{text}")
+    };
+    if written.is_err() {
+        return EXIT_FAILED;
+    }
+    EXIT_OK
+}
