@@ -98,6 +98,61 @@ async fn extract_save_then_products_list() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "No product matches.");
 }
 
+/// `products show | delete | undelete | backup | restore` on a catalog with one saved product.
+#[tokio::test(flavor = "multi_thread")]
+async fn products_show_delete_undelete_backup_restore() {
+    let fake = FakeGemini::start(FakeOptions::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &fake.base_url() as &str)];
+    let out = cli(dir.path(), &env, &["extract", "--save", fixture().to_str().unwrap()]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let out = cli(dir.path(), &[], &["products", "show", "1", "--json"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let name = shown["product"]["saved"]["name"].as_str().unwrap().to_string();
+    assert_eq!(shown["product"]["revision"], 1);
+    assert!(shown["product"].get("thumbnail").is_none(), "no data URL on a terminal");
+    assert_eq!(shown["history"][0]["source"], "review");
+    let text = cli(dir.path(), &[], &["products", "show", "1"]).await;
+    assert!(String::from_utf8_lossy(&text.stdout).contains("revision 1"), "{}", String::from_utf8_lossy(&text.stdout));
+    let missing = cli(dir.path(), &[], &["products", "show", "99"]).await;
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("does not exist"));
+
+    let backup = dir.path().join("before-delete.sqlite3");
+    let out = cli(dir.path(), &[], &["products", "backup", backup.to_str().unwrap(), "--json"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["backup"]["products"], 1);
+
+    let out = cli(dir.path(), &[], &["products", "delete", "1"]).await;
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("undelete 1"));
+    let list = cli(dir.path(), &[], &["products", "list", "--json"]).await;
+    assert_eq!(serde_json::from_slice::<Value>(&list.stdout).unwrap(), serde_json::json!([]));
+    let again = cli(dir.path(), &[], &["products", "delete", "1"]).await;
+    assert_eq!(again.status.code(), Some(1), "deleting twice is an error");
+    let out = cli(dir.path(), &[], &["products", "undelete", "1"]).await;
+    assert_eq!(out.status.code(), Some(0));
+    let out = cli(dir.path(), &[], &["products", "delete", "1"]).await;
+    assert_eq!(out.status.code(), Some(0));
+
+    // Restore brings back the catalog as it was at the backup; a garbage file is refused.
+    let garbage = dir.path().join("garbage.sqlite3");
+    std::fs::write(&garbage, b"certainly not SQLite").unwrap();
+    let refused = cli(dir.path(), &[], &["products", "restore", garbage.to_str().unwrap()]).await;
+    assert_eq!(refused.status.code(), Some(1));
+    let out = cli(dir.path(), &[], &["products", "restore", backup.to_str().unwrap(), "--json"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let restored: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(restored["restore"]["products"], 1);
+    assert!(std::path::Path::new(restored["restore"]["safety_backup"].as_str().unwrap()).exists());
+    let list = cli(dir.path(), &[], &["products", "list", "--json"]).await;
+    let rows: Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(rows[0]["name"], name.as_str());
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_bad_key_is_a_typed_failure_that_never_prints_the_key() {
     let fake = FakeGemini::start(FakeOptions::default()).await.unwrap();

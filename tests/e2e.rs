@@ -17,6 +17,7 @@ use serde_json::json;
 /// shutting down from the previous test can never answer the next one.
 const NEWCOMER_PORTS: (u16, u16) = (4444, 4445);
 const BREAKER_PORTS: (u16, u16) = (4446, 4447);
+const CATALOG_PORTS: (u16, u16) = (4448, 4449);
 
 /// tauri-driver, stopped with SIGTERM so it also stops WebKitWebDriver.
 struct Driver(Child, u16);
@@ -313,4 +314,145 @@ async fn breaker_opens_then_probes_and_closes() {
     screenshot(&c, "breaker-3-closed").await;
     assert_eq!(fake.generate_count(), 3, "no request reached Gemini while the breaker was open");
     c.close().await.unwrap();
+}
+
+/// Seeds the catalog in `data_dir` with `names` (brand and category vary), each on its own photo.
+async fn seed_catalog(data_dir: &Path, names: &[(&str, &str, &str)]) {
+    use pe_core::catalog::{Catalog, NewPhoto, SaveProduct};
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/product.jpg");
+    let prepared = pe_core::intake::prepare_file(&fixture, &pe_core::config::ImageConfig::default()).unwrap();
+    let path = Catalog::path_in(data_dir);
+    let catalog = tokio::task::spawn_blocking(move || Catalog::open(&path)).await.unwrap().unwrap();
+    for (n, (name, brand, category)) in names.iter().enumerate() {
+        let photo_id = catalog
+            .record_photo(NewPhoto {
+                sha256: format!("{n:064x}"),
+                original_path: fixture.to_string_lossy().into_owned(),
+                file_bytes: 1,
+                width: prepared.original_width,
+                height: prepared.original_height,
+                format: "jpeg".into(),
+                thumbnail_jpeg: prepared.thumbnail_jpeg.clone(),
+                seen_at: 1_764_000_000_000 + n as i64,
+            })
+            .await
+            .unwrap();
+        let mut product = pe_core::product::Product { name: (*name).into(), ..Default::default() };
+        product.brand = Some((*brand).into());
+        product.category = Some((*category).into());
+        catalog
+            .save_product(SaveProduct {
+                photo_id,
+                attempt_id: None,
+                saved: product,
+                saved_at: 1_764_000_000_000 + n as i64,
+                saved_by: "seed".into(),
+            })
+            .await
+            .unwrap();
+    }
+}
+
+/// Catalog staff at work: search as they type, open a product, fix a field, see the history
+/// entry, delete and undo, and export what they see.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a display, tauri-driver and WebKitWebDriver: make test-e2e"]
+async fn catalog_search_edit_history_export() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let mut names = vec![
+        ("Crunchy Granola Honey", "Nordic Oats", "Breakfast"),
+        ("Oat Drink Barista", "Oatly", "Drinks"),
+        ("Crème Fraîche 30%", "Arla", "Dairy"),
+    ];
+    let fillers: Vec<String> = (0..60).map(|i| format!("Pantry Item {i:02}")).collect();
+    for filler in &fillers {
+        names.push((filler.as_str(), "House Brand", "Pantry"));
+    }
+    seed_catalog(data_dir.path(), &names).await;
+    let driver = start_driver(data_dir.path(), CATALOG_PORTS, &[]);
+    let c = connect(&driver).await;
+    let long = Duration::from_secs(30);
+
+    wait_for(&c, "#nav-products", long).await.click().await.unwrap();
+    wait_text(&c, "#catalog-count", "63 products", long).await;
+    // Virtualized: far fewer rows in the DOM than products.
+    let rendered = c.find_all(Locator::Css(r#"[data-testid="product-row"]"#)).await.unwrap().len();
+    assert!(rendered > 0 && rendered < 63, "{rendered} rows rendered");
+
+    // Search as you type: a prefix, any case, accents folded.
+    let search = wait_for(&c, "#catalog-search", long).await;
+    search.send_keys("GRAN").await.unwrap();
+    wait_text(&c, "#catalog-count", "1 matching", long).await;
+    wait_text(&c, r#"[data-testid="product-row"]"#, "Crunchy Granola Honey", long).await;
+    search.clear().await.unwrap();
+    search.send_keys("creme").await.unwrap();
+    wait_text(&c, r#"[data-testid="product-row"]"#, "Crème Fraîche", long).await;
+    screenshot(&c, "catalog-1-search").await;
+    search.clear().await.unwrap();
+    search.send_keys("oat").await.unwrap();
+    wait_text(&c, "#catalog-count", "2 matching", long).await;
+
+    // Open the drink, fix its name, save: revision 2, and the history says what changed.
+    wait_text(&c, r#"[data-testid="product-row"]"#, "Oat Drink Barista", long).await;
+    let row =
+        c.find(Locator::XPath(r#"//button[@data-testid="product-row"][contains(., "Oat Drink")]"#)).await.unwrap();
+    row.click().await.unwrap();
+    let name = wait_for(&c, "#field-name", long).await;
+    name.clear().await.unwrap();
+    name.send_keys("Oat Drink Barista Edition").await.unwrap();
+    // Undo brings the old name back; redo the edit.
+    wait_for(&c, "#undo-edit:not([disabled])", long).await.click().await.unwrap();
+    wait_for_value(&c, "#field-name", "Oat Drink Barista", long).await;
+    wait_for(&c, "#redo-edit:not([disabled])", long).await.click().await.unwrap();
+    wait_for_value(&c, "#field-name", "Oat Drink Barista Edition", long).await;
+    // An invalid GTIN blocks Save with the reason in place.
+    let gtin = wait_for(&c, "#field-gtin", long).await;
+    gtin.send_keys("4006381333932").await.unwrap();
+    wait_text(&c, "#product-detail", "check digit", long).await;
+    wait_for(&c, "#save-edit[disabled]", long).await;
+    gtin.clear().await.unwrap();
+    gtin.send_keys("4006381333931").await.unwrap();
+    wait_for(&c, "#save-edit:not([disabled])", long).await.click().await.unwrap();
+    wait_text(&c, "#detail-revision", "revision 2", long).await;
+    wait_for(&c, "#tab-history", long).await.click().await.unwrap();
+    wait_text(&c, r#"[data-revision="2"]"#, "Oat Drink Barista Edition", long).await;
+    wait_text(&c, r#"[data-revision="2"]"#, "GTIN", long).await;
+    screenshot(&c, "catalog-2-history").await;
+
+    // Delete it, then undo from the notice.
+    wait_for(&c, "#delete-product", long).await.click().await.unwrap();
+    wait_text(&c, "#catalog-count", "1 matching", long).await;
+    wait_for(&c, "#undo-delete", long).await.click().await.unwrap();
+    wait_text(&c, "#catalog-count", "2 matching", long).await;
+
+    // Export through the same command the Export menu calls after its save dialog (the native
+    // GTK dialog itself is outside what WebDriver can drive).
+    let out = data_dir.path().join("shop.csv");
+    let exported = c
+        .execute_async(
+            r#"const [path, done] = arguments;
+               window.__TAURI_INTERNALS__.invoke('export_catalog', { format: 'shopify', path })
+                 .then((s) => done(s), (e) => done('err: ' + JSON.stringify(e)));"#,
+            vec![json!(out.to_string_lossy())],
+        )
+        .await
+        .unwrap();
+    assert_eq!(exported["rows"], 63, "{exported}");
+    let csv = std::fs::read_to_string(&out).unwrap();
+    assert!(csv.contains("Oat Drink Barista Edition"), "{csv}");
+    assert!(csv.contains("4006381333931"));
+    c.close().await.unwrap();
+}
+
+/// Waits until the input matched by `css` holds exactly `value`.
+async fn wait_for_value(c: &Client, css: &str, value: &str, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let current = wait_for(c, css, timeout).await.prop("value").await.unwrap().unwrap_or_default();
+        if current == value {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{css} is {current:?}, not {value:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

@@ -137,7 +137,8 @@ fn demo_mode_extract_review_save_list() {
 
     // Nothing is in the catalog until Save.
     let (photo_id, attempt_id) = wait_for_attempt(&app);
-    assert_eq!(invoke(&webview, "list_products", json!({"offset": 0, "limit": 50})).unwrap(), json!([]));
+    let empty = invoke(&webview, "query_products", json!({"query": {}})).unwrap();
+    assert_eq!(empty, json!({"total": 0, "rows": []}));
 
     let invalid = invoke(
         &webview,
@@ -157,9 +158,9 @@ fn demo_mode_extract_review_save_list() {
     assert_eq!(saved["saved"]["name"], "Reviewed Name");
     assert_ne!(saved["proposed"], Value::Null, "the proposal is kept beside what was saved");
 
-    let list = invoke(&webview, "list_products", json!({"offset": 0, "limit": 50})).unwrap();
-    assert_eq!(list.as_array().unwrap().len(), 1);
-    assert_eq!(list[0]["name"], "Reviewed Name");
+    let list = invoke(&webview, "query_products", json!({"query": {"text": "review", "limit": 50}})).unwrap();
+    assert_eq!(list["total"], 1, "{list}");
+    assert_eq!(list["rows"][0]["name"], "Reviewed Name");
     let one = invoke(&webview, "get_product", json!({"id": saved["id"]})).unwrap();
     assert_eq!(one["saved"]["brand"], "Acme");
     let missing = invoke(&webview, "get_product", json!({"id": 999_999})).unwrap_err();
@@ -277,4 +278,75 @@ fn the_app_resumes_an_unfinished_import_at_start() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(fake.generate_count(), 2);
+}
+
+/// The catalog view's commands: edit over a revision (and the conflict when it is stale), the
+/// history with its diff, delete and undo, duplicate, facets, export and backup to files.
+#[test]
+fn catalog_edit_history_delete_duplicate_export_backup() {
+    let dir = tempfile::tempdir().unwrap();
+    let (app, webview) = app(dir.path(), env_of(&[]));
+    invoke(&webview, "set_demo_mode", json!({"enabled": true})).unwrap();
+    invoke(&webview, "extract_photos", json!({"paths": [fixture()], "onEvent": "__CHANNEL__:7"})).unwrap();
+    let (photo_id, attempt_id) = wait_for_attempt(&app);
+    let saved = invoke(
+        &webview,
+        "save_product",
+        json!({"input": {"photo_id": photo_id, "attempt_id": attempt_id, "product": {"name": "Granola", "category": "Breakfast"}}}),
+    )
+    .unwrap();
+    let id = saved["id"].clone();
+    assert_eq!(saved["revision"], 1);
+
+    // An edit over revision 1 makes revision 2; a second edit still based on 1 is refused.
+    let edit = |revision: u64, name: &str| {
+        invoke(
+            &webview,
+            "update_product",
+            json!({"input": {"id": id, "expected_revision": revision, "product": {"name": name, "category": "Breakfast"}, "attempt_id": null}}),
+        )
+    };
+    let edited = edit(1, "Granola Honey").unwrap();
+    assert_eq!((edited["revision"].as_u64(), edited["saved"]["name"].as_str()), (Some(2), Some("Granola Honey")));
+    let stale = edit(1, "Someone else's name").unwrap_err();
+    assert_eq!(stale["code"], "revision_conflict", "{stale}");
+    let invalid = invoke(
+        &webview,
+        "update_product",
+        json!({"input": {"id": id, "expected_revision": 2, "product": {"name": "X", "gtin": "123"}, "attempt_id": null}}),
+    )
+    .unwrap_err();
+    assert_eq!(invalid["code"], "validation");
+
+    let history = invoke(&webview, "product_history", json!({"id": id})).unwrap();
+    assert_eq!(history.as_array().unwrap().len(), 2, "{history}");
+    assert_eq!(history[0]["revision"], 2);
+    assert_eq!(history[0]["source"], "edit");
+    assert_eq!(history[0]["changes"][0], json!({"field": "name", "before": "Granola", "after": "Granola Honey"}));
+
+    let facets = invoke(&webview, "catalog_facets", json!({})).unwrap();
+    assert_eq!(facets["categories"][0], json!({"value": "Breakfast", "count": 1}));
+
+    // Delete hides it; undo brings it back; a duplicate is a new product of the same photo.
+    invoke(&webview, "delete_product", json!({"id": id})).unwrap();
+    assert_eq!(invoke(&webview, "query_products", json!({"query": {}})).unwrap()["total"], 0);
+    invoke(&webview, "undelete_product", json!({"id": id})).unwrap();
+    let copy = invoke(&webview, "duplicate_product", json!({"id": id})).unwrap();
+    assert_eq!(copy["duplicate_of"], id);
+    assert_eq!(copy["photo_id"], json!(photo_id));
+    assert_eq!(invoke(&webview, "query_products", json!({"query": {}})).unwrap()["total"], 2);
+
+    let out = dir.path().join("shop.csv");
+    let summary =
+        invoke(&webview, "export_catalog", json!({"format": "shopify", "path": out.to_string_lossy()})).unwrap();
+    assert_eq!(summary["rows"], 2);
+    assert!(std::fs::read_to_string(&out).unwrap().contains("Granola Honey"));
+
+    let backup_path = dir.path().join("backup.sqlite3");
+    let backup = invoke(&webview, "backup_catalog", json!({"path": backup_path.to_string_lossy()})).unwrap();
+    assert_eq!(backup["products"], 2);
+    invoke(&webview, "delete_product", json!({"id": copy["id"]})).unwrap();
+    let restored = invoke(&webview, "restore_catalog", json!({"path": backup_path.to_string_lossy()})).unwrap();
+    assert_eq!(restored["products"], 2, "{restored}");
+    assert_eq!(invoke(&webview, "query_products", json!({"query": {}})).unwrap()["total"], 2);
 }

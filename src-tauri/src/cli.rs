@@ -4,6 +4,7 @@
 //! Exit codes: 0 when everything succeeded, 1 when any file failed, 2 on a usage or config error.
 
 mod import;
+mod products;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -106,6 +107,41 @@ pub enum ProductsCommand {
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
+    /// One product: its saved fields and its history, each revision's changed fields.
+    Show {
+        id: i64,
+        /// One JSON object (`{"product":…,"history":[…]}`) instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a product: it leaves lists, search and exports; `products undelete ID` undoes it.
+    Delete {
+        id: i64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Undo a delete.
+    Undelete {
+        id: i64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a consistent copy of the catalog to FILE while it stays in use (SQLite's online backup).
+    Backup {
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Replace the catalog with a backup. The file must pass `PRAGMA integrity_check` and be a
+    /// catalog of this or an older version (it is migrated); the current catalog is kept in
+    /// `<data-dir>/backups/` first.
+    Restore {
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `products export --format`.
@@ -157,6 +193,11 @@ pub fn run(global: &Global, command: Command) -> i32 {
             Command::Products(ProductsCommand::Export { format, out }) => {
                 export_products(&state, format.into(), out).await
             }
+            Command::Products(ProductsCommand::Show { id, json }) => products::show(&state, id, json).await,
+            Command::Products(ProductsCommand::Delete { id, json }) => products::delete(&state, id, json).await,
+            Command::Products(ProductsCommand::Undelete { id, json }) => products::undelete(&state, id, json).await,
+            Command::Products(ProductsCommand::Backup { file, json }) => products::backup(&state, &file, json).await,
+            Command::Products(ProductsCommand::Restore { file, json }) => products::restore(&state, &file, json).await,
             Command::Import(args) => import::run(&state, args).await,
             Command::Breaker { json } => breaker(&state, json),
         }
@@ -384,27 +425,13 @@ async fn export_products(state: &AppState, format: ExportFormat, out: Option<Pat
             }
         };
     };
-    let mut tmp = path.clone().into_os_string();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    let file = match std::fs::File::create(&tmp) {
-        Ok(file) => file,
-        Err(e) => return usage_error(&format!("cannot create {}: {e}", tmp.display())),
-    };
-    let result = state.catalog().export(format, Box::new(file)).await.map_err(|e| ErrorReport::from(e).to_string());
-    let result = result.and_then(|summary| {
-        std::fs::rename(&tmp, &path)
-            .map(|()| summary)
-            .map_err(|e| format!("cannot rename {} to {}: {e}", tmp.display(), path.display()))
-    });
-    match result {
+    match state.catalog().export_to_file(format, &path).await {
         Ok(summary) => {
             eprintln!("exported {} products to {}", summary.rows, path.display());
             EXIT_OK
         }
-        Err(message) => {
-            let _ = std::fs::remove_file(&tmp);
-            eprintln!("error: {message}");
+        Err(e) => {
+            eprintln!("error: {}", ErrorReport::from(e));
             EXIT_FAILED
         }
     }

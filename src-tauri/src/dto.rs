@@ -4,7 +4,7 @@
 use pe_core::config::{ApiKey, Config, ImageConfig};
 use pe_core::gemini::Usage;
 use pe_core::pipeline::{Extraction, PreparedSummary};
-use pe_core::product::{FieldFlag, Product};
+use pe_core::product::{FieldChange, FieldFlag, Product};
 use pe_core::resilience::ResilienceConfig;
 use pe_core::ErrorReport;
 use serde::{Deserialize, Serialize};
@@ -214,4 +214,46 @@ pub struct SaveInput {
     #[ts(type = "number")]
     pub attempt_id: i64,
     pub product: Product,
+}
+
+/// An edit of a catalog product, saved only over the revision the editor started from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct UpdateInput {
+    #[ts(type = "number")]
+    pub id: i64,
+    /// The revision the editor loaded; a newer one in the catalog refuses the save.
+    pub expected_revision: u32,
+    pub product: Product,
+    /// The re-extraction whose proposal the edit accepted fields from, if any.
+    #[ts(type = "number | null")]
+    pub attempt_id: Option<i64>,
+}
+
+/// A fresh Gemini proposal for a saved product, as changes against what is saved.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct ReextractProposal {
+    #[ts(type = "number")]
+    pub attempt_id: i64,
+    /// The product's revision the diff was made against.
+    pub revision: u32,
+    pub proposal: Product,
+    pub flags: Vec<FieldFlag>,
+    /// Saved → proposed, one entry per field that differs.
+    pub changes: Vec<FieldChange>,
+}
+
+/// The import view's buttons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum ImportControl {
+    Pause,
+    Resume,
+    /// Stop now; the remaining items stay queued for later.
+    Cancel,
+    RetryFailed,
+    /// Remove saved and skipped items from the list.
+    ClearDone,
 }

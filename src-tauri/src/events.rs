@@ -1,6 +1,7 @@
 //! The one-way event bridge: the core publishes breaker snapshots on a `watch` and stack changes
 //! on another; this task turns them into the `resilience://snapshot` Tauri event, at most ~10 a
-//! second however fast calls finish, and follows the stack when Settings replace it.
+//! second however fast calls finish, and follows the stack when Settings replace it. The import
+//! queue's progress goes out the same way as `import://progress`.
 
 use std::time::Duration;
 
@@ -10,6 +11,9 @@ use crate::state::AppState;
 
 /// The event the live breaker panel listens to; its payload is a `ResilienceSnapshot`.
 pub const RESILIENCE_EVENT: &str = "resilience://snapshot";
+
+/// The event the import view listens to; its payload is an `ImportProgress`.
+pub const IMPORT_EVENT: &str = "import://progress";
 
 /// The least time between two events: bursts in between coalesce into the next one.
 const COALESCE: Duration = Duration::from_millis(100);
@@ -36,5 +40,29 @@ pub async fn resilience_bridge<R: Runtime>(app: AppHandle<R>, state: AppState) {
             }
             tokio::time::sleep(COALESCE).await;
         }
+    }
+}
+
+/// Opens the import queue (so an unfinished import resumes at start) and forwards its progress
+/// as `import://progress`, coalesced like the breaker's snapshots.
+pub async fn import_bridge<R: Runtime>(app: AppHandle<R>, state: AppState) {
+    let queue = match state.import_queue().await {
+        Ok(queue) => queue,
+        Err(e) => {
+            // E.g. a CLI import works this data dir's queue; the import commands say so.
+            tracing::warn!(code = %e.code, "the import queue is not available: {}", e.message);
+            return;
+        }
+    };
+    let mut progress = queue.progress();
+    loop {
+        let snapshot = progress.borrow_and_update().clone();
+        if let Err(e) = app.emit(IMPORT_EVENT, snapshot) {
+            tracing::debug!("import progress not delivered: {e}");
+        }
+        if progress.changed().await.is_err() {
+            return;
+        }
+        tokio::time::sleep(COALESCE).await;
     }
 }

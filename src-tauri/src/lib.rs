@@ -31,12 +31,9 @@ pub fn setup<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tauri::
         .manage(state)
         .setup(move |app| {
             tauri::async_runtime::spawn(events::resilience_bridge(app.handle().clone(), bridge_state));
-            // Resumes an import a previous session left unfinished (crash-resume).
-            tauri::async_runtime::spawn(async move {
-                if let Err(e) = import_state.import_queue().await {
-                    tracing::warn!(code = %e.code, "the import queue is not available: {}", e.message);
-                }
-            });
+            // Opens the import queue, which resumes an import a previous session left unfinished
+            // (crash-resume), and forwards its progress to the window.
+            tauri::async_runtime::spawn(events::import_bridge(app.handle().clone(), import_state));
             Ok(())
         })
         .invoke_handler(tauri::generate_handler![
@@ -50,8 +47,30 @@ pub fn setup<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tauri::
             commands::extract::validate_product,
             commands::extract::save_product,
             commands::extract::preview_photo,
-            commands::catalog::list_products,
+            commands::catalog::query_products,
+            commands::catalog::catalog_facets,
             commands::catalog::get_product,
+            commands::catalog::product_history,
+            commands::catalog::update_product,
+            commands::catalog::delete_product,
+            commands::catalog::undelete_product,
+            commands::catalog::duplicate_product,
+            commands::catalog::reextract_product,
+            commands::catalog::export_catalog,
+            commands::catalog::backup_catalog,
+            commands::catalog::restore_catalog,
+            commands::import::contains_folder,
+            commands::import::import_paths,
+            commands::import::import_progress,
+            commands::import::import_items,
+            commands::import::import_item,
+            commands::import::import_thumbnail,
+            commands::import::import_control,
+            commands::import::import_save_item,
+            commands::import::import_discard_item,
+            commands::import::import_save_all_ready,
+            commands::import::import_undo_save_all,
+            commands::import::import_force,
             commands::breaker::resilience_snapshot,
             commands::breaker::breaker_control,
         ])

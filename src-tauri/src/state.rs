@@ -132,6 +132,11 @@ impl AppState {
         &self.shared.catalog
     }
 
+    /// The current time in unix ms, from the clock the state was opened with.
+    pub fn now(&self) -> i64 {
+        (self.shared.clock)()
+    }
+
     /// The pipeline in effect now.
     pub fn pipeline(&self) -> Pipeline {
         self.read(|live| live.pipeline.clone())

@@ -1,24 +1,121 @@
-//! The saved products.
+//! The saved products: the catalog table, a product's edits and history, exports and backups.
+//! Each command takes `State`, calls one core function and converts the error.
 
-use pe_core::catalog::{ProductRecord, ProductSummary};
-use pe_core::ErrorReport;
+use std::path::PathBuf;
+
+use pe_core::catalog::{
+    local_user, BackupSummary, ExportFormat, ExportSummary, Facets, ProductPage, ProductQuery, ProductRecord,
+    RestoreSummary, RevisionRecord, RevisionSource, UpdateProduct,
+};
+use pe_core::product::diff;
+use pe_core::{ErrorCode, ErrorReport};
 use tauri::State;
 
+use crate::dto::{ReextractProposal, UpdateInput};
 use crate::state::AppState;
 
 /// The most rows one call returns.
 const MAX_PAGE: u32 = 500;
 
 #[tauri::command]
-pub async fn list_products(
-    state: State<'_, AppState>,
-    offset: u32,
-    limit: u32,
-) -> Result<Vec<ProductSummary>, ErrorReport> {
-    Ok(state.catalog().list_products(offset, limit.min(MAX_PAGE)).await?)
+pub async fn query_products(state: State<'_, AppState>, mut query: ProductQuery) -> Result<ProductPage, ErrorReport> {
+    query.limit = query.limit.clamp(1, MAX_PAGE);
+    Ok(state.catalog().query_products(query).await?)
+}
+
+#[tauri::command]
+pub async fn catalog_facets(state: State<'_, AppState>) -> Result<Facets, ErrorReport> {
+    Ok(state.catalog().facets().await?)
 }
 
 #[tauri::command]
 pub async fn get_product(state: State<'_, AppState>, id: i64) -> Result<ProductRecord, ErrorReport> {
     Ok(state.catalog().get_product(id).await?)
+}
+
+#[tauri::command]
+pub async fn product_history(state: State<'_, AppState>, id: i64) -> Result<Vec<RevisionRecord>, ErrorReport> {
+    Ok(state.catalog().history(id).await?)
+}
+
+/// Saves an edit of a catalog product, refused when someone saved a newer revision meanwhile.
+#[tauri::command]
+pub async fn update_product(state: State<'_, AppState>, input: UpdateInput) -> Result<ProductRecord, ErrorReport> {
+    let source = if input.attempt_id.is_some() { RevisionSource::Reextract } else { RevisionSource::Edit };
+    let record = state
+        .catalog()
+        .update_product(UpdateProduct {
+            id: input.id,
+            expected_revision: input.expected_revision,
+            saved: input.product.normalized(),
+            attempt_id: input.attempt_id,
+            source,
+            saved_by: local_user(),
+            saved_at: state.now(),
+        })
+        .await?;
+    tracing::info!(product_id = record.id, revision = record.revision, "product updated");
+    Ok(record)
+}
+
+#[tauri::command]
+pub async fn delete_product(state: State<'_, AppState>, id: i64) -> Result<ProductRecord, ErrorReport> {
+    Ok(state.catalog().delete_product(id, &local_user(), state.now()).await?)
+}
+
+#[tauri::command]
+pub async fn undelete_product(state: State<'_, AppState>, id: i64) -> Result<ProductRecord, ErrorReport> {
+    Ok(state.catalog().undelete_product(id, &local_user(), state.now()).await?)
+}
+
+#[tauri::command]
+pub async fn duplicate_product(state: State<'_, AppState>, id: i64) -> Result<ProductRecord, ErrorReport> {
+    Ok(state.catalog().duplicate_product(id, &local_user(), state.now()).await?)
+}
+
+/// Asks Gemini again for a saved product's photo. Nothing is saved: the answer comes back as a
+/// diff against the saved product, for the reviewer to accept field by field.
+#[tauri::command]
+pub async fn reextract_product(state: State<'_, AppState>, id: i64) -> Result<ReextractProposal, ErrorReport> {
+    let record = state.catalog().get_product(id).await?;
+    let extraction = state.pipeline().extract(&PathBuf::from(&record.original_path), |_| {}).await?;
+    if extraction.photo_id != record.photo_id {
+        return Err(ErrorReport::new(
+            ErrorCode::Validation,
+            format!(
+                "The file at {} is no longer the photo this product was saved from (its content changed); \
+                 extract it as a new photo instead.",
+                record.original_path
+            ),
+        ));
+    }
+    let changes = diff(Some(&record.saved), &extraction.product);
+    Ok(ReextractProposal {
+        attempt_id: extraction.attempt_id,
+        revision: record.revision,
+        proposal: extraction.product,
+        flags: extraction.flags,
+        changes,
+    })
+}
+
+/// Writes every saved product to `path` (through `path.tmp`, renamed when complete).
+#[tauri::command]
+pub async fn export_catalog(
+    state: State<'_, AppState>,
+    format: ExportFormat,
+    path: String,
+) -> Result<ExportSummary, ErrorReport> {
+    let path = PathBuf::from(path);
+    Ok(state.catalog().export_to_file(format, &path).await?)
+}
+
+#[tauri::command]
+pub async fn backup_catalog(state: State<'_, AppState>, path: String) -> Result<BackupSummary, ErrorReport> {
+    Ok(state.catalog().backup_to(&PathBuf::from(path)).await?)
+}
+
+#[tauri::command]
+pub async fn restore_catalog(state: State<'_, AppState>, path: String) -> Result<RestoreSummary, ErrorReport> {
+    Ok(state.catalog().restore_from(&PathBuf::from(path), state.now()).await?)
 }

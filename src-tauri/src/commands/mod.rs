@@ -6,4 +6,5 @@
 pub mod breaker;
 pub mod catalog;
 pub mod extract;
+pub mod import;
 pub mod settings;

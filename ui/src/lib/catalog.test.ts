@@ -1,19 +1,46 @@
 import { describe, expect, it } from "vitest";
-import { compareProducts } from "./catalog";
-import { emptyProduct } from "./form";
+import { buildQuery, defaultSort, emptyFilters, hasFilters, toggleSort } from "./catalog";
 
-describe("compareProducts", () => {
-  it("marks the fields the reviewer changed", () => {
-    const proposed = { ...emptyProduct(), name: "Oat drink", price: { amount: 2.49, currency: "EUR" } };
-    const saved = { ...proposed, name: "Oat Drink Barista" };
-    const rows = compareProducts(saved, proposed, "en-US");
-    const byField = Object.fromEntries(rows.map((r) => [r.field, r]));
-    expect(byField.name).toMatchObject({ saved: "Oat Drink Barista", proposed: "Oat drink", differs: true });
-    expect(byField.price).toMatchObject({ saved: "€2.49", differs: false });
+describe("the catalog query", () => {
+  it("sorts newest first without text and by relevance with it", () => {
+    expect(defaultSort("")).toEqual({ key: "updated", direction: "desc" });
+    expect(defaultSort("oat")).toEqual({ key: "relevance", direction: "desc" });
   });
 
-  it("has nothing to compare without a proposal", () => {
-    const rows = compareProducts({ ...emptyProduct(), name: "x" }, null);
-    expect(rows.every((r) => r.proposed === null && !r.differs)).toBe(true);
+  it("flips the same column and starts another in its natural order", () => {
+    expect(toggleSort({ key: "name", direction: "asc" }, "name")).toEqual({ key: "name", direction: "desc" });
+    expect(toggleSort({ key: "name", direction: "desc" }, "price")).toEqual({ key: "price", direction: "asc" });
+    expect(toggleSort({ key: "name", direction: "asc" }, "updated")).toEqual({ key: "updated", direction: "desc" });
+  });
+
+  it("turns the filters into a query", () => {
+    const filters = { ...emptyFilters(), text: "oat", category: "Drinks", flaggedOnly: true, priceMin: "1,50", priceMax: "" };
+    const built = buildQuery(filters, { key: "price", direction: "asc" }, 100, 50);
+    expect(built).toEqual({
+      query: {
+        text: "oat",
+        category: "Drinks",
+        brand: null,
+        flagged: true,
+        price_min: 1.5,
+        price_max: null,
+        sort: "price",
+        direction: "asc",
+        offset: 100,
+        limit: 50,
+      },
+    });
+    expect(hasFilters(filters)).toBe(true);
+    expect(hasFilters({ ...emptyFilters(), text: "x" })).toBe(false);
+  });
+
+  it("falls back to newest first when relevance has no text to rank", () => {
+    const built = buildQuery(emptyFilters(), { key: "relevance", direction: "desc" }, 0, 50);
+    expect("query" in built && built.query.sort).toBe("updated");
+  });
+
+  it("refuses a price range that is not numbers or is upside down", () => {
+    expect(buildQuery({ ...emptyFilters(), priceMin: "abc" }, defaultSort(""), 0, 50)).toEqual({ error: "Price filter: enter a number, e.g. 9.99" });
+    expect(buildQuery({ ...emptyFilters(), priceMin: "5", priceMax: "2" }, defaultSort(""), 0, 50)).toHaveProperty("error");
   });
 });

@@ -1,48 +1,69 @@
-// "Proposed by Gemini" vs "Saved": the field-by-field comparison shown for a catalog record.
-import type { Product } from "../bindings/Product";
-import { formatNetContent, formatPrice } from "./format";
+// The catalog table's search box, filters and sort, turned into the backend's ProductQuery.
+import type { ProductQuery } from "../bindings/ProductQuery";
+import { parseDecimal } from "./form";
 
-export interface FieldRow {
-  field: string;
-  label: string;
-  saved: string;
-  proposed: string | null;
-  differs: boolean;
+export type SortKey = ProductQuery["sort"];
+
+export interface CatalogFilters {
+  text: string;
+  category: string;
+  brand: string;
+  flaggedOnly: boolean;
+  priceMin: string;
+  priceMax: string;
 }
 
-export const FIELD_LABELS: [keyof Product, string][] = [
-  ["name", "Name"],
-  ["brand", "Brand"],
-  ["category", "Category"],
-  ["description", "Description"],
-  ["price", "Price"],
-  ["gtin", "GTIN"],
-  ["color", "Color"],
-  ["size", "Size"],
-  ["material", "Material"],
-  ["net_content", "Net content"],
-  ["attributes", "Attributes"],
-];
-
-export function describeField(product: Product, field: keyof Product, locale?: string): string {
-  switch (field) {
-    case "price":
-      return formatPrice(product.price, locale);
-    case "net_content":
-      return formatNetContent(product.net_content, locale);
-    case "attributes":
-      return product.attributes.map((a) => `${a.name}: ${a.value}`).join("\n");
-    case "uncertain_fields":
-      return product.uncertain_fields.join(", ");
-    default:
-      return (product[field] as string | null) ?? "";
-  }
+export function emptyFilters(): CatalogFilters {
+  return { text: "", category: "", brand: "", flaggedOnly: false, priceMin: "", priceMax: "" };
 }
 
-export function compareProducts(saved: Product, proposed: Product | null, locale?: string): FieldRow[] {
-  return FIELD_LABELS.map(([field, label]) => {
-    const s = describeField(saved, field, locale);
-    const p = proposed ? describeField(proposed, field, locale) : null;
-    return { field, label, saved: s, proposed: p, differs: p !== null && p !== s };
-  });
+export interface CatalogSort {
+  key: SortKey;
+  direction: ProductQuery["direction"];
+}
+
+/** Newest first, or best match first while there is search text. */
+export function defaultSort(text: string): CatalogSort {
+  return text.trim() === "" ? { key: "updated", direction: "desc" } : { key: "relevance", direction: "desc" };
+}
+
+/** A click on a column header: the same column flips, another starts in its natural order. */
+export function toggleSort(current: CatalogSort, key: SortKey): CatalogSort {
+  if (current.key === key) return { key, direction: current.direction === "asc" ? "desc" : "asc" };
+  return { key, direction: key === "updated" || key === "relevance" ? "desc" : "asc" };
+}
+
+/** The query for a page, or the reason the filters cannot be used yet (a price that is not a number). */
+export function buildQuery(
+  filters: CatalogFilters,
+  sort: CatalogSort,
+  offset: number,
+  limit: number,
+): { query: ProductQuery } | { error: string } {
+  const priceMin = parseDecimal(filters.priceMin);
+  const priceMax = parseDecimal(filters.priceMax);
+  if (Number.isNaN(priceMin) || Number.isNaN(priceMax)) return { error: "Price filter: enter a number, e.g. 9.99" };
+  if (priceMin !== null && priceMax !== null && priceMin > priceMax)
+    return { error: "Price filter: the minimum is above the maximum" };
+  // Relevance needs search text; without it the backend sorts by date, and so do we.
+  const effective = sort.key === "relevance" && filters.text.trim() === "" ? defaultSort("") : sort;
+  return {
+    query: {
+      text: filters.text,
+      category: filters.category || null,
+      brand: filters.brand || null,
+      flagged: filters.flaggedOnly ? true : null,
+      price_min: priceMin,
+      price_max: priceMax,
+      sort: effective.key,
+      direction: effective.direction,
+      offset,
+      limit,
+    },
+  };
+}
+
+/** True when any filter besides the search text is set. */
+export function hasFilters(filters: CatalogFilters): boolean {
+  return filters.category !== "" || filters.brand !== "" || filters.flaggedOnly || filters.priceMin.trim() !== "" || filters.priceMax.trim() !== "";
 }

@@ -1,0 +1,107 @@
+import { describe, expect, it } from "vitest";
+import type { ImportProgress } from "../bindings/ImportProgress";
+import type { ImportRow } from "../bindings/ImportRow";
+import { describeEnqueue, formatEta, formatThroughput, looksLikeText, percentDone, rowDetail, statusLine } from "./importing";
+
+function progress(overrides: Partial<ImportProgress> = {}): ImportProgress {
+  return {
+    counts: { queued: 0, preparing: 0, extracting: 0, ready: 0, saved: 0, failed: 0, skipped: 0 },
+    total: 0,
+    done: 0,
+    duplicates: 0,
+    throughput_per_min: 0,
+    eta_ms: null,
+    status: { kind: "idle" },
+    in_flight: 0,
+    changes: 0,
+    ...overrides,
+  };
+}
+
+function row(overrides: Partial<ImportRow> = {}): ImportRow {
+  return {
+    id: 1,
+    path: "/shoot/a.jpg",
+    file_name: "a.jpg",
+    state: "queued",
+    attempts: 0,
+    last_error: null,
+    skipped: null,
+    proposal: null,
+    flag_count: 0,
+    looks_like: null,
+    photo_id: null,
+    product_id: null,
+    updated_at: 0,
+    ...overrides,
+  };
+}
+
+describe("progress numbers", () => {
+  it("percent done rounds down and never passes 100", () => {
+    expect(percentDone({ done: 0, total: 0 })).toBe(0);
+    expect(percentDone({ done: 1, total: 3 })).toBe(33);
+    expect(percentDone({ done: 299, total: 300 })).toBe(99);
+    expect(percentDone({ done: 300, total: 300 })).toBe(100);
+  });
+  it("ETA in words", () => {
+    expect(formatEta(null)).toBe("");
+    expect(formatEta(20_000)).toBe("under a minute left");
+    expect(formatEta(4 * 60_000)).toBe("about 4 min left");
+    expect(formatEta(80 * 60_000)).toBe("about 1 h 20 min left");
+    expect(formatEta(120 * 60_000)).toBe("about 2 h left");
+  });
+  it("throughput", () => {
+    expect(formatThroughput(0)).toBe("");
+    expect(formatThroughput(3.25)).toBe("3.3 photos/min");
+    expect(formatThroughput(118.6)).toBe("119 photos/min");
+  });
+});
+
+describe("statusLine", () => {
+  it("says when Gemini is failing and when the next try is", () => {
+    const at = Date.UTC(2026, 11, 2, 14, 3, 20);
+    const line = statusLine(progress({ status: { kind: "paused_breaker", until_unix_ms: at, message: "" } }), "en-GB", "UTC");
+    expect(line).toEqual({ text: "Paused: Gemini is failing, next try at 14:03:20.", tone: "waiting" });
+  });
+  it("explains a forced-open pause without a time", () => {
+    const line = statusLine(progress({ status: { kind: "paused_breaker", until_unix_ms: null, message: "" } }));
+    expect(line.text).toContain("forced open");
+  });
+  it("passes the stop reason through", () => {
+    const line = statusLine(progress({ status: { kind: "stopped", code: "gemini_auth", message: "Gemini rejected the API key — open Settings." } }));
+    expect(line).toEqual({ text: "Stopped: Gemini rejected the API key — open Settings.", tone: "stopped" });
+  });
+  it("points at review when done with ready items", () => {
+    const counts = { queued: 0, preparing: 0, extracting: 0, ready: 2, saved: 1, failed: 0, skipped: 0 };
+    expect(statusLine(progress({ status: { kind: "finished" }, counts })).text).toContain("review");
+  });
+  it("invites a drop when empty", () => {
+    expect(statusLine(progress()).text).toContain("Drop a folder");
+  });
+});
+
+describe("rows", () => {
+  it("shows the proposal, the error, or the skip reason", () => {
+    expect(rowDetail(row({ state: "ready", proposal: { name: "Granola", brand: "Nordic" } }))).toBe("Granola · Nordic");
+    expect(rowDetail(row({ state: "failed", last_error: { code: "invalid_image", message: "Not a photo." } }))).toBe("Not a photo.");
+    expect(
+      rowDetail(row({ state: "skipped", skipped: { reason: "already_in_catalog", message: "Already product #3.", duplicate_of_item: null, duplicate_of_product: 3 } })),
+    ).toBe("Already product #3.");
+    expect(rowDetail(row())).toBe("");
+  });
+  it("names what a near-duplicate looks like", () => {
+    expect(looksLikeText(row({ looks_like: { kind: "product", product_id: 12, name: "Granola", distance: 3 } }))).toBe("Looks like product #12 “Granola”");
+    expect(looksLikeText(row({ looks_like: { kind: "item", item_id: 2, path: "/x/b.jpg", name: null, distance: 1 } }))).toBe("Looks like b.jpg in this import");
+    expect(looksLikeText(row())).toBeNull();
+  });
+});
+
+describe("describeEnqueue", () => {
+  it("says what a drop added", () => {
+    expect(describeEnqueue({ queued: 1, duplicates: 0, skipped: 0, unchanged: 0 })).toBe("1 photo queued.");
+    expect(describeEnqueue({ queued: 12, duplicates: 3, skipped: 1, unchanged: 2 })).toBe(
+      "12 photos queued, 3 already known (not sent again), 1 skipped, 2 already listed.",
+    );
+  });
+});

@@ -1,0 +1,104 @@
+// The import queue as the window shows it: the status line, the progress numbers and the row
+// labels. Pure functions over the backend's ImportProgress / ImportRow, so they are tested here.
+import type { EnqueueReport } from "../bindings/EnqueueReport";
+import type { ImportProgress } from "../bindings/ImportProgress";
+import type { ImportRow } from "../bindings/ImportRow";
+import type { ItemState } from "../bindings/ItemState";
+
+/** The states in the order the counts are shown. */
+export const STATE_ORDER: ItemState[] = ["queued", "preparing", "extracting", "ready", "saved", "failed", "skipped"];
+
+export const STATE_LABELS: Record<ItemState, string> = {
+  queued: "Queued",
+  preparing: "Preparing",
+  extracting: "Extracting",
+  ready: "Ready for review",
+  saved: "Saved",
+  failed: "Failed",
+  skipped: "Skipped",
+};
+
+/** Finished items out of all, 0–100; 100 for an empty queue that has nothing left to do. */
+export function percentDone(progress: Pick<ImportProgress, "done" | "total">): number {
+  if (progress.total === 0) return 0;
+  return Math.min(100, Math.floor((progress.done / progress.total) * 100));
+}
+
+/** "about 4 min", "under a minute", "about 1 h 20 min"; "" when there is no estimate. */
+export function formatEta(ms: number | null): string {
+  if (ms === null || !Number.isFinite(ms) || ms < 0) return "";
+  const minutes = Math.round(ms / 60_000);
+  if (minutes < 1) return "under a minute left";
+  if (minutes < 60) return `about ${minutes} min left`;
+  const hours = Math.floor(minutes / 60);
+  const rest = minutes % 60;
+  return rest === 0 ? `about ${hours} h left` : `about ${hours} h ${rest} min left`;
+}
+
+export function formatThroughput(perMinute: number): string {
+  if (!Number.isFinite(perMinute) || perMinute <= 0) return "";
+  return perMinute >= 10 ? `${Math.round(perMinute)} photos/min` : `${perMinute.toFixed(1)} photos/min`;
+}
+
+function clock(ms: number, locale?: string, timeZone?: string): string {
+  return new Intl.DateTimeFormat(locale, { hour: "2-digit", minute: "2-digit", second: "2-digit", timeZone }).format(new Date(ms));
+}
+
+export type Tone = "idle" | "running" | "paused" | "waiting" | "stopped" | "done";
+
+/** The one line that says what the import is doing, and how it should look. */
+export function statusLine(progress: ImportProgress, locale?: string, timeZone?: string): { text: string; tone: Tone } {
+  const s = progress.status;
+  switch (s.kind) {
+    case "idle":
+      return progress.total === 0
+        ? { text: "Drop a folder of photos to import it.", tone: "idle" }
+        : { text: progress.counts.queued > 0 ? "Stopped — press Resume to go on." : "Nothing to do.", tone: "idle" };
+    case "running":
+      return { text: "Importing…", tone: "running" };
+    case "paused_by_user":
+      return { text: "Paused — press Resume to go on.", tone: "paused" };
+    case "paused_breaker":
+      return {
+        text:
+          s.until_unix_ms !== null
+            ? `Paused: Gemini is failing, next try at ${clock(s.until_unix_ms, locale, timeZone)}.`
+            : "Paused: calls to Gemini are held (circuit forced open); release them in Gemini status.",
+        tone: "waiting",
+      };
+    case "waiting_quota":
+      return { text: `Waiting for Gemini's quota until ${clock(s.until_unix_ms, locale, timeZone)}.`, tone: "waiting" };
+    case "stopped":
+      return { text: `Stopped: ${s.message}`, tone: "stopped" };
+    case "finished":
+      return { text: progress.counts.ready > 0 ? "Done — ready items wait for review." : "Done.", tone: "done" };
+  }
+}
+
+/** The secondary text of a row: the proposal, the error, or why it was skipped. */
+export function rowDetail(row: ImportRow): string {
+  if (row.skipped) return row.skipped.message;
+  if (row.state === "failed" && row.last_error) return row.last_error.message;
+  if (row.proposal) return row.proposal.brand ? `${row.proposal.name} · ${row.proposal.brand}` : row.proposal.name;
+  if (row.state === "queued" && row.last_error) return `Waiting: ${row.last_error.message}`;
+  return "";
+}
+
+/** "looks like product #12 “Granola” (distance 3)" for a near-duplicate hint. */
+export function looksLikeText(row: ImportRow): string | null {
+  const hint = row.looks_like;
+  if (!hint) return null;
+  if (hint.kind === "product") return `Looks like product #${hint.product_id} “${hint.name}”`;
+  const other = hint.name ? `“${hint.name}”` : (hint.path.split(/[\\/]/).pop() ?? hint.path);
+  return `Looks like ${other} in this import`;
+}
+
+/** "12 photos queued, 3 already known (not sent again), 1 skipped." */
+export function describeEnqueue(report: EnqueueReport): string {
+  const photos = report.queued === 1 ? "1 photo" : `${report.queued} photos`;
+  const parts = [`${photos} queued`];
+  if (report.duplicates > 0) parts.push(`${report.duplicates} already known (not sent again)`);
+  if (report.skipped > 0) parts.push(`${report.skipped} skipped`);
+  if (report.unchanged > 0) parts.push(`${report.unchanged} already listed`);
+  return parts.join(", ") + ".";
+}
