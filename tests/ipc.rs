@@ -330,7 +330,9 @@ fn catalog_edit_history_delete_duplicate_export_backup() {
     // Delete hides it; undo brings it back; a duplicate is a new product of the same photo.
     invoke(&webview, "delete_product", json!({"id": id})).unwrap();
     assert_eq!(invoke(&webview, "query_products", json!({"query": {}})).unwrap()["total"], 0);
+    assert_eq!(invoke(&webview, "query_products", json!({"query": {"text": "gran"}})).unwrap()["total"], 0);
     invoke(&webview, "undelete_product", json!({"id": id})).unwrap();
+    assert_eq!(invoke(&webview, "query_products", json!({"query": {"text": "gran"}})).unwrap()["total"], 1);
     let copy = invoke(&webview, "duplicate_product", json!({"id": id})).unwrap();
     assert_eq!(copy["duplicate_of"], id);
     assert_eq!(copy["photo_id"], json!(photo_id));
