@@ -79,6 +79,8 @@ pub fn setup<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tauri::
 /// The process entry: a subcommand runs headless; otherwise the window opens. Returns the exit
 /// code.
 pub fn main_entry() -> i32 {
+    // Before any other thread allocates: flat memory under a long import.
+    pe_core::memory::keep_large_buffers_out_of_the_heap();
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -15,7 +15,8 @@
 //!   resumable after a crash, as fast as the bulkhead allows, pausing while the breaker is open.
 //! - [`resilience`] is the circuit breaker for calls to Gemini, with Resilience4j's semantics.
 //! - [`fake_gemini`] is a local server that behaves like the real API, for tests and demo mode.
-//! - [`config`] and [`error`] are shared by all of them.
+//! - [`config`] and [`error`] are shared by all of them; [`memory`] is the allocator setting the
+//!   app applies at startup so that a long import's memory stays flat.
 //!
 //! This crate never depends on tauri.
 
@@ -26,6 +27,7 @@ pub mod fake_gemini;
 pub mod gemini;
 pub mod import;
 pub mod intake;
+pub mod memory;
 pub mod pipeline;
 pub mod product;
 pub mod resilience;

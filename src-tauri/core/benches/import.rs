@@ -1,0 +1,327 @@
+//! Bulk-import benchmark: wall time against the bulkhead's bound, calls in flight at the fake, and
+//! peak RSS as the queue grows.
+//!
+//! `cargo bench -p product-extractor-core --bench import` (both sizes; `-- 300` for one)
+//!
+//! N distinct 1600×1200 JPEGs (generated once into `target/tmp/import-bench/`) are imported from a
+//! folder with the import's own settings (default intake, default `ImportOptions`) against the
+//! fake Gemini answering after L = 500 ms, with K = 10 bulkhead slots. PASS requires, at N = 300:
+//! wall time (from `enqueue` to settled, folder scan and hashing included) ≤ 1.05 × ⌈N/K⌉·L; at
+//! every N: the fake's most calls in flight exactly K, every item ready; peak RSS under 300 MB,
+//! and at N = 3000 at most 10 % above N = 300. (N = 3000 takes ⌈3000/10⌉·0.5 s = 150 s at least.)
+//!
+//! Every part runs in its own process so that each peak RSS is its own: the parent only
+//! orchestrates (a child started with vfork/posix_spawn inherits the parent's peak as the floor of
+//! its `ru_maxrss`, so the parent stays lean), the fake Gemini is `import --fake`, the import is
+//! `import --import`, and the photos come from `import --generate`. The import's peak RSS is read
+//! two ways: `wait4`'s rusage and the child's own `VmHWM` (Linux). Like the app, the import child
+//! first applies `pe_core::memory::keep_large_buffers_out_of_the_heap`.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use pe_core::catalog::Catalog;
+use pe_core::config::{ApiKey, GeminiConfig, ImageConfig};
+use pe_core::fake_gemini::photos::sample_jpeg;
+use pe_core::fake_gemini::{FakeGemini, FakeOptions};
+use pe_core::gemini::GeminiClient;
+use pe_core::import::{EnqueueOptions, ImportOptions, ImportQueue};
+use pe_core::pipeline::{system_clock, Pipeline};
+use pe_core::resilience::{ResilienceConfig, ResilienceStack};
+
+const K: u32 = 10;
+const LATENCY: Duration = Duration::from_millis(500);
+const SIZES: [usize; 2] = [300, 3000];
+const WIDTH: u32 = 1600;
+const HEIGHT: u32 = 1200;
+const QUALITY: u8 = 85;
+const WALL_FACTOR: f64 = 1.05;
+const RSS_LIMIT_MIB: f64 = 300.0;
+const RSS_GROWTH_LIMIT: f64 = 1.10;
+const KEY: &str = "bench-key";
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some("--fake") => return fake(args[2].parse().unwrap()),
+        Some("--import") => return import(Path::new(&args[2]), &args[3], args[4].parse().unwrap()),
+        Some("--generate") => {
+            return generate(Path::new(&args[2]), args[3].parse().unwrap(), args[4].parse().unwrap());
+        }
+        _ => {}
+    }
+    // `cargo bench` passes `--bench`; numbers pick the sizes; another filter skips us.
+    let words: Vec<&String> = args.iter().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let mut sizes: Vec<usize> = words.iter().filter_map(|w| w.parse().ok()).collect();
+    if words.iter().any(|w| w.parse::<usize>().is_err() && !"import".contains(w.as_str())) {
+        return;
+    }
+    if sizes.is_empty() {
+        sizes = SIZES.to_vec();
+    }
+    std::process::exit(if orchestrate(&sizes) { 0 } else { 1 });
+}
+
+/// What one import child reports.
+#[derive(Debug, Default)]
+struct Report {
+    wall_ms: f64,
+    enqueue_ms: f64,
+    ready: u64,
+    failed: u64,
+    vm_hwm_kib: u64,
+    rusage_max_rss_kib: i64,
+    max_in_flight: usize,
+    calls: usize,
+}
+
+fn orchestrate(sizes: &[usize]) -> bool {
+    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("import-bench");
+    let largest = sizes.iter().copied().max().unwrap_or(0);
+    let photos = ensure_photos(&root, largest);
+    println!(
+        "import bench: K = {K}, L = {} ms, {WIDTH}×{HEIGHT} JPEGs (q{QUALITY}), {} CPUs",
+        LATENCY.as_millis(),
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+    let mut reports = Vec::new();
+    for &n in sizes {
+        let folder = folder_of(&root, &photos, n);
+        let report = run(&folder);
+        let bound_ms = WALL_FACTOR * n.div_ceil(K as usize) as f64 * LATENCY.as_secs_f64() * 1000.0;
+        println!(
+            "N = {n:>5}: wall {:>8.0} ms (bound {:.0} ms: {}), enqueue {:.0} ms, {:.1} items/s, \
+             max in flight {} (K = {K}), {} calls, ready {}, failed {}, peak RSS {:.1} MiB \
+             (rusage {:.1} MiB)",
+            report.wall_ms,
+            bound_ms,
+            verdict(report.wall_ms <= bound_ms),
+            report.enqueue_ms,
+            n as f64 / (report.wall_ms / 1000.0),
+            report.max_in_flight,
+            report.calls,
+            report.ready,
+            report.failed,
+            report.vm_hwm_kib as f64 / 1024.0,
+            report.rusage_max_rss_kib as f64 / 1024.0,
+        );
+        reports.push((n, bound_ms, report));
+    }
+    let mut pass = true;
+    for (n, bound_ms, r) in &reports {
+        let complete = r.ready == *n as u64 && r.failed == 0;
+        let slots = r.max_in_flight == K as usize;
+        let rss = (r.vm_hwm_kib as f64 / 1024.0) < RSS_LIMIT_MIB;
+        let wall = *n != 300 || r.wall_ms <= *bound_ms;
+        println!(
+            "  N = {n}: all ready {}, max in flight = K {}, peak RSS < {RSS_LIMIT_MIB} MiB {}{}",
+            verdict(complete),
+            verdict(slots),
+            verdict(rss),
+            if *n == 300 {
+                format!(", wall ≤ {WALL_FACTOR} × ⌈N/K⌉·L {}", verdict(wall))
+            } else {
+                String::new()
+            }
+        );
+        pass &= complete && slots && rss && wall;
+    }
+    let small = reports.iter().find(|(n, ..)| *n == 300).map(|(_, _, r)| r.vm_hwm_kib);
+    let large = reports.iter().find(|(n, ..)| *n == 3000).map(|(_, _, r)| r.vm_hwm_kib);
+    if let (Some(small), Some(large)) = (small, large) {
+        let growth = large as f64 / small as f64;
+        let ok = growth <= RSS_GROWTH_LIMIT;
+        println!("  peak RSS at N = 3000 / N = 300 = {growth:.3} (≤ {RSS_GROWTH_LIMIT}) {}", verdict(ok));
+        pass &= ok;
+    }
+    println!("import bench: {}", verdict(pass));
+    pass
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok {
+        "PASS"
+    } else {
+        "FAIL"
+    }
+}
+
+/// The photos, generated once (two generator processes in parallel) and kept between runs.
+fn ensure_photos(root: &Path, n: usize) -> PathBuf {
+    let dir = root.join(format!("photos-{WIDTH}x{HEIGHT}-q{QUALITY}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let have = (0..n).take_while(|i| photo_path(&dir, *i).is_file()).count();
+    if have < n {
+        let started = Instant::now();
+        let mid = have + (n - have) / 2;
+        let children: Vec<_> = [(have, mid), (mid, n)]
+            .iter()
+            .map(|(from, to)| {
+                Command::new(std::env::current_exe().unwrap())
+                    .arg("--generate")
+                    .arg(&dir)
+                    .args([from.to_string(), to.to_string()])
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for mut child in children {
+            assert!(child.wait().unwrap().success(), "generating photos failed");
+        }
+        println!("generated {} photos in {:.1} s into {}", n - have, started.elapsed().as_secs_f64(), dir.display());
+    }
+    dir
+}
+
+fn photo_path(dir: &Path, i: usize) -> PathBuf {
+    dir.join(format!("p{i:05}.jpg"))
+}
+
+fn generate(dir: &Path, from: usize, to: usize) {
+    for i in from..to {
+        let path = photo_path(dir, i);
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, sample_jpeg(1_000_000 + i as u64, WIDTH, HEIGHT, QUALITY)).unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+    }
+}
+
+/// A folder holding exactly the first `n` photos (hard links).
+fn folder_of(root: &Path, photos: &Path, n: usize) -> PathBuf {
+    let folder = root.join(format!("n{n}"));
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(&folder).unwrap();
+    for i in 0..n {
+        let from = photo_path(photos, i);
+        let to = folder.join(from.file_name().unwrap());
+        if std::fs::hard_link(&from, &to).is_err() {
+            std::fs::copy(&from, &to).unwrap();
+        }
+    }
+    folder
+}
+
+/// One size: a fresh fake process, then the import process, measured.
+fn run(folder: &Path) -> Report {
+    let mut fake = Command::new(std::env::current_exe().unwrap())
+        .args(["--fake", &LATENCY.as_millis().to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut fake_out = BufReader::new(fake.stdout.take().unwrap());
+    let mut base_url = String::new();
+    fake_out.read_line(&mut base_url).unwrap();
+
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .arg("--import")
+        .arg(folder)
+        .args([base_url.trim(), &K.to_string()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: a plain syscall on our own child; the kernel writes `rusage`.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    assert_eq!(rc, pid, "wait4 failed");
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "the import child failed: {out}");
+    std::mem::forget(child); // reaped above
+
+    let mut report = parse(&out);
+    report.rusage_max_rss_kib = ru.ru_maxrss;
+    let mut stdin = fake.stdin.take().unwrap();
+    writeln!(stdin, "stats").unwrap();
+    let mut stats = String::new();
+    fake_out.read_line(&mut stats).unwrap();
+    let mut numbers = stats.split_whitespace().map(|w| w.parse::<usize>().unwrap());
+    report.max_in_flight = numbers.next().unwrap();
+    report.calls = numbers.next().unwrap();
+    drop(stdin);
+    fake.wait().unwrap();
+    report
+}
+
+fn parse(line: &str) -> Report {
+    let mut r = Report::default();
+    for pair in line.split_whitespace() {
+        let (key, value) = pair.split_once('=').unwrap();
+        match key {
+            "wall_ms" => r.wall_ms = value.parse().unwrap(),
+            "enqueue_ms" => r.enqueue_ms = value.parse().unwrap(),
+            "ready" => r.ready = value.parse().unwrap(),
+            "failed" => r.failed = value.parse().unwrap(),
+            "vm_hwm_kib" => r.vm_hwm_kib = value.parse().unwrap(),
+            _ => {}
+        }
+    }
+    r
+}
+
+/// The fake Gemini in its own process: prints its URL, answers, and on a line on stdin prints
+/// "max_in_flight calls" and exits.
+fn fake(latency_ms: u64) {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let options = FakeOptions {
+            api_keys: vec![KEY.into()],
+            latency: Duration::from_millis(latency_ms),
+            ..FakeOptions::default()
+        };
+        let fake = FakeGemini::start(options).await.unwrap();
+        println!("{}", fake.base_url());
+        std::io::stdout().flush().unwrap();
+        tokio::task::spawn_blocking(|| std::io::stdin().read_line(&mut String::new())).await.unwrap().unwrap();
+        println!("{} {}", fake.max_in_flight(), fake.generate_count());
+        fake.shutdown().await;
+    });
+}
+
+/// The import in its own process: a fresh catalog, the folder queued, worked until settled.
+fn import(folder: &Path, base_url: &str, k: u32) {
+    // As the app does at startup (see `pe_core::memory`).
+    pe_core::memory::keep_large_buffers_out_of_the_heap();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let data = tempfile::tempdir().unwrap();
+        let catalog = Catalog::open(&Catalog::path_in(data.path())).unwrap();
+        let mut resilience = ResilienceConfig::default();
+        resilience.bulkhead.max_concurrent_calls = k;
+        let stack = ResilienceStack::new("gemini", resilience).unwrap();
+        let client = GeminiClient::new(&GeminiConfig {
+            base_url: base_url.into(),
+            api_key: ApiKey::new(KEY),
+            ..GeminiConfig::default()
+        })
+        .unwrap();
+        let pipeline = Pipeline::new(client, stack, catalog, ImageConfig::default(), system_clock());
+        let queue = ImportQueue::open(pipeline, ImportOptions::default()).await.unwrap();
+        let started = Instant::now();
+        queue.enqueue(vec![folder.to_path_buf()], EnqueueOptions::default()).await.unwrap();
+        let enqueue_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let progress = queue.settled().await;
+        let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
+        queue.shutdown().await;
+        println!(
+            "wall_ms={wall_ms:.1} enqueue_ms={enqueue_ms:.1} ready={} failed={} vm_hwm_kib={}",
+            progress.counts.ready,
+            progress.counts.failed,
+            vm_hwm_kib()
+        );
+    });
+}
+
+/// This process's peak resident set (`VmHWM`), KiB; 0 where /proc is not there.
+fn vm_hwm_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
