@@ -18,6 +18,7 @@ use serde_json::json;
 const NEWCOMER_PORTS: (u16, u16) = (4444, 4445);
 const BREAKER_PORTS: (u16, u16) = (4446, 4447);
 const CATALOG_PORTS: (u16, u16) = (4448, 4449);
+const IMPORT_PORTS: (u16, u16) = (4450, 4451);
 
 /// tauri-driver, stopped with SIGTERM so it also stops WebKitWebDriver.
 struct Driver(Child, u16);
@@ -455,4 +456,103 @@ async fn wait_for_value(c: &Client, css: &str, value: &str, timeout: Duration) {
         assert!(Instant::now() < deadline, "{css} is {current:?}, not {value:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// A folder dropped on the window becomes an import: progress reaches 100 %, the ready items are
+/// reviewed with the keyboard alone, and what was accepted is in the catalog.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a display, tauri-driver and WebKitWebDriver: make test-e2e"]
+async fn import_a_dropped_folder_and_review_with_the_keyboard() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let shoot = data_dir.path().join("shoot");
+    std::fs::create_dir_all(shoot.join("day2")).unwrap();
+    const PHOTOS: u64 = 40;
+    for i in 0..PHOTOS {
+        let dir = if i % 3 == 0 { shoot.join("day2") } else { shoot.clone() };
+        let photo = pe_core::fake_gemini::photos::sample_jpeg(100 + i, 640, 480, 85);
+        std::fs::write(dir.join(format!("photo-{i}.jpg")), photo).unwrap();
+    }
+    std::fs::write(shoot.join("notes.txt"), b"not a photo").unwrap();
+    let driver = start_driver(data_dir.path(), IMPORT_PORTS, &[]);
+    let c = connect(&driver).await;
+    let long = Duration::from_secs(120);
+
+    wait_for(&c, "#demo-button", long).await.click().await.unwrap();
+    wait_for(&c, r#"#breaker-badge[data-state="closed"]"#, long).await;
+    drop_files(&c, &[&shoot]).await;
+    // A folder goes to the import queue, whatever view it was dropped on. While it runs, the
+    // window answers IPC as fast as ever: 200 round trips, timed in the page.
+    wait_for(&c, r#"#import-status[data-status="running"]"#, long).await;
+    let latency = c
+        .execute_async(
+            r#"const done = arguments[0];
+               const invoke = window.__TAURI_INTERNALS__.invoke;
+               const times = [];
+               (async () => {
+                 const before = (await invoke('import_progress')).status.kind;
+                 for (let i = 0; i < 200; i++) {
+                   const t = performance.now();
+                   await invoke('import_progress');
+                   times.push(performance.now() - t);
+                 }
+                 const after = await invoke('import_progress');
+                 times.sort((a, b) => a - b);
+                 done({ before, after: after.status.kind, done: after.done, total: after.total,
+                        p50: times[99], p99: times[197], max: times[199] });
+               })().catch((e) => done('err: ' + e));"#,
+            vec![],
+        )
+        .await
+        .unwrap();
+    eprintln!("IPC round trip while importing (import_progress, 200 calls): {latency}");
+    assert_eq!(latency["before"], "running", "{latency}");
+    wait_for(&c, r#"#import-status[data-status="finished"]"#, long).await;
+    wait_text(&c, "#import-done", "100%", long).await;
+    wait_for(&c, r#"[data-testid="import-row"][data-state="skipped"]"#, long).await;
+    screenshot(&c, "import-1-done").await;
+
+    // Review: skip with "s", back with "k", save with "a" (or Enter), discard with "d".
+    wait_for(&c, "#import-review", long).await.click().await.unwrap();
+    let panel = wait_for(&c, "#import-review-panel", long).await;
+    wait_text(&c, "#import-review-position", "1 of 40", long).await;
+    panel.send_keys("s").await.unwrap();
+    wait_text(&c, "#import-review-position", "2 of 40", long).await;
+    panel.send_keys("k").await.unwrap();
+    wait_text(&c, "#import-review-position", "1 of 40", long).await;
+    screenshot(&c, "import-2-review").await;
+    // Accept the first item whose proposal can be saved as it is (one demo answer has a wrong
+    // GTIN check digit, which rightly blocks Save).
+    let mut saved = 0;
+    for _ in 0..10 {
+        wait_for(&c, "#field-name", long).await;
+        let enabled =
+            c.execute("return !document.getElementById('import-review-accept').disabled", vec![]).await.unwrap();
+        if enabled == json!(true) {
+            wait_for(&c, "#import-review-panel", long).await.send_keys("a").await.unwrap();
+            saved += 1;
+            wait_text(&c, "#import-review-panel .saved", "1 saved", long).await;
+            break;
+        }
+        wait_for(&c, "#import-review-panel", long).await.send_keys("s").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert_eq!(saved, 1, "no ready item could be saved");
+    wait_text(&c, "#import-review-position", "of 39", long).await;
+    wait_for(&c, "#import-review-panel", long).await.send_keys("d").await.unwrap();
+    wait_text(&c, "#import-review-position", "of 38", long).await;
+    wait_for(&c, "#import-review-panel", long).await.send_keys("\u{E00C}").await.unwrap();
+    wait_text(&c, r#".chip[data-state="saved"]"#, "Saved 1", long).await;
+    screenshot(&c, "import-3-reviewed").await;
+
+    c.close().await.unwrap();
+
+    let out = Command::new(env!("CARGO_BIN_EXE_product-extractor"))
+        .args(["products", "list", "--json"])
+        .env("PRODUCT_EXTRACTOR_DATA_DIR", data_dir.path())
+        .env_remove("DISPLAY")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
 }

@@ -163,7 +163,7 @@ impl AppState {
     /// The import queue, opened (and resumed) on first use. `conflict` while another process
     /// (e.g. a CLI import) works this data dir's queue.
     pub async fn import_queue(&self) -> Result<ImportQueue, ErrorReport> {
-        let queue = self.shared.import.get_or_try_init(|| ImportQueue::open(self.pipeline(), ImportOptions::default()));
+        let queue = self.shared.import.get_or_try_init(|| ImportQueue::open(self.pipeline(), window_import_options()));
         Ok(queue.await?.clone())
     }
 
@@ -296,4 +296,11 @@ impl Live {
     fn key_status(&self) -> KeyStatus {
         KeyStatus::of(self.effective.gemini.api_key.as_ref(), self.key_source)
     }
+}
+
+/// The window's import prepares photos on all cores but one, so the window itself stays
+/// responsive while hundreds of photos are decoded (the CLI uses them all).
+fn window_import_options() -> ImportOptions {
+    let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+    ImportOptions { prepare_concurrency: cores.saturating_sub(1).max(1), ..ImportOptions::default() }
 }
