@@ -80,12 +80,14 @@ pub use listing::RANKED_MATCHES;
 pub use migrations::SCHEMA_VERSION;
 pub use records::*;
 
-/// Who is saving, for `updated_by` and the revision history: the login name (`USER`, else
-/// `USERNAME`), or "unknown".
+/// Who is saving, for `updated_by` and the revision history: the OS account name, else the
+/// `USER` or `USERNAME` variable, else "unknown".
 pub fn local_user() -> String {
-    ["USER", "USERNAME"]
+    // The OS account first (USER is often unset for apps started by a launcher or a driver).
+    whoami::username()
+        .ok()
         .into_iter()
-        .filter_map(|name| std::env::var(name).ok())
+        .chain(["USER", "USERNAME"].into_iter().filter_map(|name| std::env::var(name).ok()))
         .map(|user| user.trim().to_string())
         .find(|user| !user.is_empty())
         .unwrap_or_else(|| "unknown".into())
