@@ -323,7 +323,8 @@ impl Catalog {
     /// Refused, without touching the catalog ([`CatalogError::RestoreRefused`], code
     /// `validation`, saying why): a missing file, the live catalog itself, a file that is not a
     /// SQLite database or is damaged (`integrity_check`, `foreign_key_check`), one written by a
-    /// newer app (schema version above [`SCHEMA_VERSION`]), a SQLite file that is not a catalog.
+    /// newer app (schema version above [`SCHEMA_VERSION`]), a SQLite file that is not a catalog
+    /// (or has another page size).
     pub async fn restore_from(&self, path: &Path, at: i64) -> Result<RestoreSummary, CatalogError> {
         let (live, source) = (self.shared.path.clone(), path.to_path_buf());
         self.run(move |conn| backup::restore_from(conn, &live, &source, at)).await
