@@ -2,11 +2,13 @@
 //! the Shopify export, a product's history and the file size.
 //!
 //! `cargo bench -p product-extractor-core --bench catalog` (add `-- --products 20000` for a
-//! quicker, smaller run, `-- --keep <dir>` to build the catalog in `<dir>` and leave it there)
+//! quicker, smaller run, `-- --keep <dir>` to build the catalog in `<dir>` and leave it there, or
+//! measure the one kept there before; `-- --migration` also times migrating the same catalog from
+//! schema version 2, as the first start of this version does)
 //!
 //! It builds a catalog file in a temporary directory the way the app leaves one after 100,000
-//! reviews, in one transaction through [`Catalog::with_connection`] (plain SQL; the search
-//! triggers run as in the app): per product one photo with its own ~8 KB thumbnail, one Gemini
+//! reviews, through [`Catalog::with_connection`] (plain SQL in transactions of 10,000 products;
+//! the search triggers run as in the app): per product one photo with its own ~8 KB thumbnail, one Gemini
 //! attempt with the proposal and a raw response, the product (proposal + saved JSON) and its
 //! revision row. Products are varied and deterministic (a seeded generator): ~60 categories with
 //! their own nouns, ~400 brands, flavors, sizes, descriptions, attributes, prices in three
@@ -29,14 +31,15 @@
 //! Targets (issue 6): search p95 ≤ 5 ms, first page ≤ 50 ms (p95), Shopify export ≤ 2 s. It
 //! prints a table and PASS/FAIL per target, and exits non-zero on a FAIL.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use pe_core::catalog::migrations::{self, MIGRATIONS};
 use pe_core::catalog::{
-    Catalog, CatalogError, ExportFormat, ProductQuery, RevisionSource, SortDirection, SortKey, UpdateProduct,
+    Catalog, ExportFormat, ProductQuery, RevisionSource, SortDirection, SortKey, UpdateProduct, SCHEMA_VERSION,
 };
 use pe_core::product::{Attribute, NetContent, Price, Product};
-use rusqlite::params;
+use rusqlite::{params, Connection};
 
 const DEFAULT_PRODUCTS: u32 = 100_000;
 const QUERIES: usize = 200;
@@ -44,6 +47,8 @@ const SEARCH_ROUNDS: usize = 3;
 const PAGE_RUNS: usize = 50;
 const EXPORT_RUNS: usize = 3;
 const HISTORY_REVISIONS: u32 = 12;
+/// Products written per transaction while generating.
+const BATCH: usize = 10_000;
 const T0: i64 = 1_760_000_000_000;
 const YEAR_MS: i64 = 365 * 24 * 3600 * 1000;
 
@@ -70,12 +75,13 @@ fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(DEFAULT_PRODUCTS);
     let keep = args.iter().position(|a| a == "--keep").and_then(|i| args.get(i + 1)).map(PathBuf::from);
+    let migration = args.iter().any(|a| a == "--migration");
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    let passed = runtime.block_on(run(products, keep));
+    let passed = runtime.block_on(run(products, keep, migration));
     std::process::exit(if passed { 0 } else { 1 });
 }
 
-async fn run(products: u32, keep: Option<PathBuf>) -> bool {
+async fn run(products: u32, keep: Option<PathBuf>, migration: bool) -> bool {
     let temp = tempfile::tempdir().expect("tempdir");
     let dir = keep.unwrap_or_else(|| temp.path().to_path_buf());
     let path = Catalog::path_in(&dir);
@@ -88,11 +94,15 @@ async fn run(products: u32, keep: Option<PathBuf>) -> bool {
         let catalog = Catalog::open(&path).expect("open");
         let started = Instant::now();
         insert(&catalog, rows).await;
+        let inserted = started.elapsed();
         edit_one(&catalog, edited).await;
-        println!("generated {products} products in {:.1} s", started.elapsed().as_secs_f64());
+        println!(
+            "generated {products} products in {:.1} s (edits {:.1} s)",
+            started.elapsed().as_secs_f64(),
+            (started.elapsed() - inserted).as_secs_f64()
+        );
     }
-    // As the app finds the file next time: reopened (Catalog::open refreshes the planner's
-    // statistics).
+    // As the app finds the file next time: reopened.
     let started = Instant::now();
     let catalog = Catalog::open(&path).expect("reopen");
     println!("reopened in {:.0} ms", started.elapsed().as_secs_f64() * 1e3);
@@ -253,6 +263,9 @@ async fn run(products: u32, keep: Option<PathBuf>) -> bool {
         ),
     });
 
+    if migration {
+        rows.push(time_migration(temp.path(), &products_to_save(products).0));
+    }
     print_table(products, &rows);
     let mut passed = true;
     for (what, ok) in &verdicts {
@@ -701,69 +714,109 @@ fn products_to_save(n: u32) -> (Vec<(Product, Product)>, Vocabulary) {
     (rows, Vocabulary { words, brands })
 }
 
-/// Writes the products in one transaction, as the app would have saved them one by one.
+/// Writes the products with plain SQL, as the app would have saved them one by one.
 async fn insert(catalog: &Catalog, rows: Vec<(Product, Product)>) {
+    catalog.with_connection(move |conn| Ok(insert_rows(conn, &rows, SCHEMA_VERSION)?)).await.expect("generate");
+}
+
+/// The rows as a catalog at `version` holds them (3 and later: with the revision rows and the
+/// columns of 0003; 2: as the app wrote them before 0003). Written in transactions of
+/// [`BATCH`] products with a WAL checkpoint after each, so the WAL never holds the whole
+/// catalog (which would need twice its size on disk for a moment).
+fn insert_rows(conn: &mut Connection, rows: &[(Product, Product)], version: u32) -> rusqlite::Result<()> {
     let thumb = thumbnail();
-    catalog
-        .with_connection(move |conn| -> Result<(), CatalogError> {
-            let tx = conn.transaction()?;
-            {
-                let mut photo = tx.prepare(
-                    "INSERT INTO photos (id, sha256, original_path, file_bytes, width, height, format, thumbnail_jpeg,
-                                         first_seen_at, last_seen_at)
-                     VALUES (?1, ?2, ?3, ?4, 4032, 3024, 'jpeg', ?5, ?6, ?6)",
-                )?;
-                let mut attempt = tx.prepare(
-                    "INSERT INTO attempts (id, photo_id, model, started_at, latency_ms, prompt_tokens, output_tokens,
-                                           thoughts_tokens, total_tokens, outcome, proposal_json, raw_response)
-                     VALUES (?1, ?1, 'gemini-flash-latest', ?2, ?3, 1290, 160, 310, 1760, 'proposed', ?4, ?5)",
-                )?;
-                let mut product = tx.prepare(
-                    "INSERT INTO products (id, photo_id, attempt_id, proposed_json, saved_json, revision, name, brand,
-                                           category, price_amount, price_currency, gtin, flagged, created_at,
-                                           updated_at, updated_by)
-                     VALUES (?1, ?1, ?1, ?2, ?3, 1, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, 'reviewer')",
-                )?;
-                for (i, (proposed, saved)) in rows.iter().enumerate() {
-                    let id = i as i64 + 1;
-                    let at = T0 + (id * 7_919) % YEAR_MS;
-                    let proposal = serde_json::to_string(proposed)?;
-                    photo.execute(params![
-                        id,
-                        format!("{id:064x}"),
-                        format!("/photos/shoot-{}/IMG_{id:06}.jpg", id / 500),
-                        2_000_000 + id,
-                        thumb,
-                        at
-                    ])?;
-                    attempt.execute(params![id, at - 5_000, 1_500 + id % 3_000, proposal, raw_response(&proposal)])?;
-                    product.execute(params![
-                        id,
-                        proposal,
-                        serde_json::to_string(saved)?,
-                        saved.name,
-                        saved.brand,
-                        saved.category,
-                        saved.price.as_ref().map(|p| p.amount),
-                        saved.price.as_ref().map(|p| p.currency.as_str()),
-                        saved.gtin,
-                        saved.validate().len() as i64,
-                        at
-                    ])?;
-                }
+    for (batch, chunk) in rows.chunks(BATCH).enumerate() {
+        let first_id = (batch * BATCH) as i64 + 1;
+        let tx = conn.transaction()?;
+        {
+            let mut photo = tx.prepare_cached(
+                "INSERT INTO photos (id, sha256, original_path, file_bytes, width, height, format, thumbnail_jpeg,
+                                     first_seen_at, last_seen_at)
+                 VALUES (?1, ?2, ?3, ?4, 4032, 3024, 'jpeg', ?5, ?6, ?6)",
+            )?;
+            let mut attempt = tx.prepare_cached(
+                "INSERT INTO attempts (id, photo_id, model, started_at, latency_ms, prompt_tokens, output_tokens,
+                                       thoughts_tokens, total_tokens, outcome, proposal_json, raw_response)
+                 VALUES (?1, ?1, 'gemini-flash-latest', ?2, ?3, 1290, 160, 310, 1760, 'proposed', ?4, ?5)",
+            )?;
+            let mut product = tx.prepare_cached(if version >= 3 {
+                "INSERT INTO products (id, photo_id, attempt_id, proposed_json, saved_json, revision, name, brand,
+                                       category, price_amount, price_currency, gtin, flagged, created_at,
+                                       updated_at, updated_by)
+                 VALUES (?1, ?1, ?1, ?2, ?3, 1, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, 'reviewer')"
+            } else {
+                "INSERT INTO products (id, photo_id, attempt_id, proposed_json, saved_json, revision, name, brand,
+                                       category, price_amount, price_currency, gtin, created_at, updated_at)
+                 VALUES (?1, ?1, ?1, ?2, ?3, 1, ?4, ?5, ?6, ?7, ?8, ?9, ?11, ?11)"
+            })?;
+            for (i, (proposed, saved)) in chunk.iter().enumerate() {
+                let id = first_id + i as i64;
+                let at = T0 + (id * 7_919) % YEAR_MS;
+                let proposal = serde_json::to_string(proposed).unwrap();
+                photo.execute(params![
+                    id,
+                    format!("{id:064x}"),
+                    format!("/photos/shoot-{}/IMG_{id:06}.jpg", id / 500),
+                    2_000_000 + id,
+                    thumb,
+                    at
+                ])?;
+                attempt.execute(params![id, at - 5_000, 1_500 + id % 3_000, proposal, raw_response(&proposal)])?;
+                product.execute(params![
+                    id,
+                    proposal,
+                    serde_json::to_string(saved).unwrap(),
+                    saved.name,
+                    saved.brand,
+                    saved.category,
+                    saved.price.as_ref().map(|p| p.amount),
+                    saved.price.as_ref().map(|p| p.currency.as_str()),
+                    saved.gtin,
+                    saved.validate().len() as i64,
+                    at
+                ])?;
             }
+        }
+        if version >= 3 {
             tx.execute(
                 "INSERT INTO product_revisions (product_id, revision, saved_json, proposed_json, attempt_id, source,
                                                 saved_by, saved_at)
                  SELECT id, revision, saved_json, proposed_json, attempt_id, 'review', updated_by, updated_at
-                 FROM products",
-                [],
+                 FROM products WHERE id >= ?1",
+                [first_id],
             )?;
-            tx.commit()?;
-            Ok(())
-        })
-        .await
-        .expect("generate");
+        }
+        tx.commit()?;
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+    }
+    Ok(())
+}
+
+/// Builds the same catalog at schema version 2 (before revisions) and times `Catalog::open`
+/// migrating it.
+fn time_migration(dir: &Path, rows: &[(Product, Product)]) -> Row {
+    let path = dir.join("catalog-v2.sqlite3");
+    let mut conn = Connection::open(&path).unwrap();
+    conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+    migrations::apply(&mut conn, &MIGRATIONS[..2]).unwrap();
+    insert_rows(&mut conn, rows, 2).unwrap();
+    drop(conn);
+    let before = std::fs::metadata(&path).unwrap().len();
+    let t = Instant::now();
+    let catalog = Catalog::open(&path).expect("migrate");
+    let took = t.elapsed();
+    drop(catalog);
+    let after = std::fs::metadata(&path).unwrap().len();
+    std::fs::remove_file(&path).unwrap();
+    Row {
+        what: format!("migrating {} products from schema 2 to {SCHEMA_VERSION} (Catalog::open)", rows.len()),
+        value: format!(
+            "{:.1} s (file {:.0} MB before, {:.0} MB after)",
+            took.as_secs_f64(),
+            before as f64 / 1e6,
+            after as f64 / 1e6
+        ),
+    }
 }
 
 /// `n` queries of 1–3 terms, each a 2–6 character prefix of a generated word.

@@ -245,6 +245,14 @@ async fn a_restore_refuses_files_that_are_not_good_catalogs_and_changes_nothing(
     drop(conn);
     refused(&catalog.restore_from(&dangling, T0).await.unwrap_err(), "refer to rows that do not exist");
 
+    let paged = dir.path().join("paged.sqlite3");
+    std::fs::copy(&good, &paged).unwrap();
+    let conn = Connection::open(&paged).unwrap();
+    conn.execute_batch("PRAGMA page_size = 16384; VACUUM;").unwrap();
+    assert_eq!(conn.pragma_query_value(None, "page_size", |r| r.get::<_, i64>(0)).unwrap(), 16384);
+    drop(conn);
+    refused(&catalog.restore_from(&paged, T0).await.unwrap_err(), "page size");
+
     refused(&catalog.restore_from(&dir.path().join("missing.sqlite3"), T0).await.unwrap_err(), "no such file");
     refused(&catalog.restore_from(catalog.path(), T0).await.unwrap_err(), "live catalog");
 

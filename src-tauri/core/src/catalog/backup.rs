@@ -7,8 +7,8 @@
 //!
 //! A restore first checks the candidate, opened read-only, without touching the live catalog:
 //! `PRAGMA integrity_check` and `foreign_key_check` must pass, its schema version must be one this
-//! app knows (1..=[`SCHEMA_VERSION`]) and it must have the catalog's `photos` and `products`
-//! tables. Then the live catalog is copied to `backups/before-restore-<unix ms>.sqlite3` beside
+//! app knows (1..=[`SCHEMA_VERSION`]), it must have the catalog's `photos` and `products`
+//! tables and the live catalog's page size. Then the live catalog is copied to `backups/before-restore-<unix ms>.sqlite3` beside
 //! it, the candidate is copied into the live connection, migrated to [`SCHEMA_VERSION`] and
 //! checked again; if that fails, the safety copy is put back.
 
@@ -98,6 +98,14 @@ pub(super) fn restore_from(
     let candidate = Connection::open_with_flags(source, OpenFlags::SQLITE_OPEN_READ_ONLY)
         .map_err(|e| refuse(format!("it cannot be opened ({e})")))?;
     let schema_version_before = check_candidate(&candidate).map_err(refuse)?;
+    // The backup API cannot change the page size of a WAL database.
+    let page_size = |conn: &Connection| conn.pragma_query_value(None, "page_size", |row| row.get::<_, i64>(0));
+    let (theirs, ours) = (page_size(&candidate)?, page_size(conn)?);
+    if theirs != ours {
+        return Err(refuse(format!(
+            "its page size is {theirs} bytes, the catalog's {ours}; it was not written by this app"
+        )));
+    }
 
     let dir = live.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let safety = dir.join(SAFETY_BACKUP_DIR).join(format!("before-restore-{at}.sqlite3"));
