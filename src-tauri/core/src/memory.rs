@@ -8,7 +8,7 @@
 //! from the heap arenas (one per thread), and freed memory lingers there until a trim. The resident
 //! size then depends on how frees interleave, and its peak creeps up with the length of a run
 //! (measured: 82 MiB for 300 photos, 90–95 MiB for 3000). With a fixed threshold the peak is what
-//! is actually live (62 MiB and 66 MiB). The cost is an mmap/munmap pair per large block, a few
+//! is actually live (58–62 MiB and 64–66 MiB). The cost is an mmap/munmap pair per large block, a few
 //! per photo.
 
 /// Blocks of at least this size get their own mapping.
