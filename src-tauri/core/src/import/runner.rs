@@ -32,7 +32,8 @@ use crate::error::{Coded, ErrorCode};
 use crate::pipeline::{CallOutcome, ExtractError, Pipeline};
 use crate::resilience::{BreakerSnapshot, BreakerState, NotPermitted, ResilienceStack, SlotPolicy};
 
-/// Files per enqueue transaction.
+/// Files per enqueue transaction; the first one is small so the runner starts at once.
+const FIRST_BATCH: usize = 8;
 const ENQUEUE_BATCH: usize = 64;
 /// Capacity of the per-item event channel.
 const EVENT_CAPACITY: usize = 1024;
@@ -343,7 +344,7 @@ impl Shared {
         let max_bytes = self.pipeline().image_config().max_file_bytes;
         let (batches, mut incoming) = tokio::sync::mpsc::channel::<Vec<Scanned>>(2);
         let walker = tokio::task::spawn_blocking(move || {
-            scan::scan(&paths, max_bytes, ENQUEUE_BATCH, |batch| batches.blocking_send(batch).is_ok());
+            scan::scan(&paths, max_bytes, FIRST_BATCH, ENQUEUE_BATCH, |batch| batches.blocking_send(batch).is_ok());
         });
         let mut report = EnqueueReport::default();
         while let Some(batch) = incoming.recv().await {
@@ -618,19 +619,26 @@ async fn work(shared: &Arc<Shared>, pipeline: &Pipeline, item: &Claimed) -> Resu
     let send = shared.sends().acquire_owned().await;
     shared.wait_for_gate().await;
     let (sha256, now) = (image.sha256.clone(), shared.now());
-    let moved =
-        shared.counted(move |conn| store::mark_extracting(conn, id, photo_id, &sha256, phash, looks_like, now)).await?;
-    if !moved.value {
-        return Ok(());
-    }
-    shared.item_changed(id, ItemState::Extracting, &moved);
-    if let Some(hash) = phash {
-        lock(&shared.near).insert(photo_id, hash);
-    }
-
-    // No transaction is open: the catalog jobs above and below are each complete.
-    let call = pipeline.call_gemini(photo_id, &image, SlotPolicy::Wait).await;
+    let mark = async {
+        let moved = shared
+            .counted(move |conn| store::mark_extracting(conn, id, photo_id, &sha256, phash, looks_like, now))
+            .await?;
+        if moved.value {
+            shared.item_changed(id, ItemState::Extracting, &moved);
+            if let Some(hash) = phash {
+                lock(&shared.near).insert(photo_id, hash);
+            }
+        }
+        Ok::<(), ImportError>(())
+    };
+    // `extracting` and the call start together, the state first (`biased`): the catalog thread
+    // runs jobs in the order they were sent, so the state is written before the outcome below,
+    // and the call does not wait for the write. No transaction is open during the call: each
+    // catalog job is complete in itself. (Were the item moved meanwhile, the outcome would only
+    // be audited: `finish` changes items still `extracting`.)
+    let (marked, call) = tokio::join!(biased; mark, pipeline.call_gemini(photo_id, &image, SlotPolicy::Wait));
     drop(image);
+    marked?;
     let outcome = classified(shared, pipeline, item, call.into_outcome()).await?;
     // Any hold this outcome calls for is set: the next item may go (or wait at the gate).
     drop(send);

@@ -21,15 +21,23 @@ pub(crate) enum Scanned {
     Skipped { path: String, reason: SkipReason, message: String },
 }
 
-/// Walks `paths` and hands the entries to `emit` in batches of `batch`; stops early when `emit`
-/// returns false. Files named explicitly are always tried (intake decides by their bytes); in
+/// Walks `paths` and hands the entries to `emit` in batches of `first` entries, then of `batch`;
+/// stops early when `emit` returns false. Files named explicitly are always tried (intake decides by their bytes); in
 /// folders, files are picked by extension ([`PHOTO_EXTENSIONS`]) and hidden entries are ignored.
 /// Paths are made absolute, so a later run from another directory recognizes them.
-pub(crate) fn scan(paths: &[PathBuf], max_file_bytes: u64, batch: usize, mut emit: impl FnMut(Vec<Scanned>) -> bool) {
-    let mut pending = Vec::with_capacity(batch);
+pub(crate) fn scan(
+    paths: &[PathBuf],
+    max_file_bytes: u64,
+    first: usize,
+    batch: usize,
+    mut emit: impl FnMut(Vec<Scanned>) -> bool,
+) {
+    let mut pending = Vec::with_capacity(first);
+    let mut limit = first;
     let mut push = |entry: Scanned, pending: &mut Vec<Scanned>| {
         pending.push(entry);
-        if pending.len() >= batch {
+        if pending.len() >= limit {
+            limit = batch;
             return emit(std::mem::replace(pending, Vec::with_capacity(batch)));
         }
         true
@@ -151,11 +159,11 @@ mod tests {
         std::fs::write(root.join("shoot/.cache/c.jpg"), b"x").unwrap();
         std::fs::write(root.join("big.jpg"), vec![0xFFu8; 100]).unwrap();
         let mut batches = Vec::new();
-        scan(&[root.join("shoot"), root.join("big.jpg"), root.join("missing.jpg")], 50, 2, |b| {
+        scan(&[root.join("shoot"), root.join("big.jpg"), root.join("missing.jpg")], 50, 1, 2, |b| {
             batches.push(b);
             true
         });
-        assert_eq!(batches.iter().map(Vec::len).collect::<Vec<_>>(), [2, 2, 1]);
+        assert_eq!(batches.iter().map(Vec::len).collect::<Vec<_>>(), [1, 2, 2]);
         let all: Vec<Scanned> = batches.into_iter().flatten().collect();
         let name = |p: &str| root.join(p).to_string_lossy().into_owned();
         let sha = hex::encode(Sha256::digest(b"\xFF\xD8\xFFjpeg-ish"));
