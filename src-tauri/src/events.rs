@@ -15,6 +15,9 @@ pub const RESILIENCE_EVENT: &str = "resilience://snapshot";
 /// The event the import view listens to; its payload is an `ImportProgress`.
 pub const IMPORT_EVENT: &str = "import://progress";
 
+/// How often the bridge tries again to open an import queue another process holds.
+const IMPORT_RETRY: Duration = Duration::from_secs(5);
+
 /// The least time between two events: bursts in between coalesce into the next one.
 const COALESCE: Duration = Duration::from_millis(100);
 
@@ -46,12 +49,19 @@ pub async fn resilience_bridge<R: Runtime>(app: AppHandle<R>, state: AppState) {
 /// Opens the import queue (so an unfinished import resumes at start) and forwards its progress
 /// as `import://progress`, coalesced like the breaker's snapshots.
 pub async fn import_bridge<R: Runtime>(app: AppHandle<R>, state: AppState) {
-    let queue = match state.import_queue().await {
-        Ok(queue) => queue,
-        Err(e) => {
-            // E.g. a CLI import works this data dir's queue; the import commands say so.
-            tracing::warn!(code = %e.code, "the import queue is not available: {}", e.message);
-            return;
+    // Another process (a CLI import) may hold the queue: try again until it lets go, so the
+    // progress events start as soon as the window can work the queue.
+    let mut warned = false;
+    let queue = loop {
+        match state.import_queue().await {
+            Ok(queue) => break queue,
+            Err(e) => {
+                if !warned {
+                    tracing::warn!(code = %e.code, "the import queue is not available yet: {}", e.message);
+                    warned = true;
+                }
+                tokio::time::sleep(IMPORT_RETRY).await;
+            }
         }
     };
     let mut progress = queue.progress();
