@@ -163,3 +163,19 @@ export function mapAttributeFlags(flags: FieldFlag[], attributeRows: number[]): 
     return row === undefined ? flag : { ...flag, field: `attributes[${row}]${m[2]}` };
   });
 }
+
+/** The field names as the form and the diffs show them. */
+export const FIELD_LABELS: Readonly<Record<string, string>> = {
+  name: "Name",
+  brand: "Brand",
+  category: "Category",
+  description: "Description",
+  price: "Price",
+  gtin: "GTIN",
+  color: "Color",
+  size: "Size",
+  material: "Material",
+  net_content: "Net content",
+  attributes: "Attributes",
+  uncertain_fields: "Unsure fields",
+};

@@ -1,6 +1,7 @@
 // Re-extracting a saved product gives a fresh Gemini proposal as a list of changed fields; the
 // reviewer accepts some of them. This merges the accepted ones into the saved product.
 import type { Product } from "../bindings/Product";
+import { FIELD_LABELS } from "./form";
 
 /** The scalar fields a change can name directly (FieldChange.field in the Rust diff). */
 const WHOLE_FIELDS = [
@@ -50,18 +51,5 @@ export function applyChanges(saved: Product, proposal: Product, accepted: Iterab
 /** A human label for a FieldChange.field: "Price", "Attribute “Flavor”". */
 export function changeLabel(field: string): string {
   if (field.startsWith("attributes.")) return `Attribute “${field.slice("attributes.".length)}”`;
-  const labels: Record<string, string> = {
-    name: "Name",
-    brand: "Brand",
-    category: "Category",
-    description: "Description",
-    price: "Price",
-    gtin: "GTIN",
-    color: "Color",
-    size: "Size",
-    material: "Material",
-    net_content: "Net content",
-    uncertain_fields: "Unsure fields",
-  };
-  return labels[field] ?? field;
+  return FIELD_LABELS[field] ?? field;
 }
