@@ -29,7 +29,9 @@ import type { Settings } from "../bindings/Settings";
 import type { SettingsInput } from "../bindings/SettingsInput";
 import type { UndoReport } from "../bindings/UndoReport";
 import type { UpdateInput } from "../bindings/UpdateInput";
+import type { ErrorReport } from "../bindings/ErrorReport";
 import { toErrorReport } from "./errors";
+import { mapAttributeFlags } from "./form";
 
 async function call<T>(command: string, args?: InvokeArgs): Promise<T> {
   try {
@@ -86,3 +88,21 @@ export const api = {
   resilienceSnapshot: () => call<ResilienceSnapshot>("resilience_snapshot"),
   breakerControl: (action: BreakerControl) => call<ResilienceSnapshot>("breaker_control", { action }),
 };
+
+/**
+ * After a save refused as `validation`, the backend's flags for `product` mapped to the form's
+ * rows, so the form shows in place what is wrong. `null` for any other refusal, or when the check
+ * itself fails (the save's own error is what the user needs then).
+ */
+export async function flagsAfterRefusal(
+  report: ErrorReport,
+  product: Product,
+  attributeRows: number[],
+): Promise<FieldFlag[] | null> {
+  if (report.code !== "validation") return null;
+  try {
+    return mapAttributeFlags(await api.validateProduct(product), attributeRows);
+  } catch {
+    return null;
+  }
+}
