@@ -245,14 +245,7 @@ async fn newcomer_demo_drop_review_save_list() {
     c.close().await.unwrap();
 
     // And the catalog on disk agrees, read through the headless CLI.
-    let out = Command::new(env!("CARGO_BIN_EXE_product-extractor"))
-        .args(["products", "list", "--json"])
-        .env("PRODUCT_EXTRACTOR_DATA_DIR", data_dir.path())
-        .env_remove("DISPLAY")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = products_on_disk(data_dir.path());
     assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
     assert_eq!(rows[0]["name"], "E2E Reviewed Granola");
 }
@@ -546,13 +539,18 @@ async fn import_a_dropped_folder_and_review_with_the_keyboard() {
 
     c.close().await.unwrap();
 
+    let rows = products_on_disk(data_dir.path());
+    assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
+}
+
+/// The saved products, read from `data_dir` through the headless CLI (`products list --json`).
+fn products_on_disk(data_dir: &Path) -> serde_json::Value {
     let out = Command::new(env!("CARGO_BIN_EXE_product-extractor"))
         .args(["products", "list", "--json"])
-        .env("PRODUCT_EXTRACTOR_DATA_DIR", data_dir.path())
+        .env("PRODUCT_EXTRACTOR_DATA_DIR", data_dir)
         .env_remove("DISPLAY")
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
+    serde_json::from_slice(&out.stdout).unwrap()
 }
