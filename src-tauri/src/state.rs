@@ -13,7 +13,7 @@ use pe_core::config::{ApiKey, Config, ENV_API_KEY};
 use pe_core::fake_gemini::{Behavior, FakeGemini, FakeOptions};
 use pe_core::gemini::GeminiClient;
 use pe_core::import::{ImportOptions, ImportQueue};
-use pe_core::pipeline::{system_clock, Clock, Pipeline};
+use pe_core::pipeline::{system_clock, UnixClock, Pipeline};
 use pe_core::resilience::ResilienceStack;
 use pe_core::ErrorReport;
 use tokio::sync::Semaphore;
@@ -67,7 +67,7 @@ pub struct AppState {
 struct Shared {
     paths: Paths,
     env: Env,
-    clock: Clock,
+    clock: UnixClock,
     catalog: Catalog,
     /// Replaced as a whole when Settings are saved or demo mode toggles; readers clone the
     /// pipeline out and never hold the lock across an `.await`.
@@ -103,7 +103,7 @@ impl AppState {
         Self::open_with_clock(paths, env, system_clock())
     }
 
-    pub fn open_with_clock(paths: Paths, env: Env, clock: Clock) -> Result<Self, ErrorReport> {
+    pub fn open_with_clock(paths: Paths, env: Env, clock: UnixClock) -> Result<Self, ErrorReport> {
         let file_config = Config::load(&paths.config_file, |_| None)?;
         let catalog = Catalog::open(&paths.database)?;
         let stack = ResilienceStack::new(STACK_NAME, file_config.resilience())?;
@@ -273,7 +273,7 @@ impl Live {
         demo: Option<Arc<FakeGemini>>,
         catalog: &Catalog,
         stack: &ResilienceStack,
-        clock: &Clock,
+        clock: &UnixClock,
     ) -> Result<Self, ErrorReport> {
         let mut effective = file_config.clone();
         effective.apply_env(env);

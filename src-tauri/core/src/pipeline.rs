@@ -35,10 +35,10 @@ use crate::product::{FieldFlag, FlagKind, Product};
 use crate::resilience::{NotPermitted, ResilienceStack, SlotPolicy, StackError};
 
 /// The current time in unix milliseconds. Passed in, so tests control time.
-pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
+pub type UnixClock = Arc<dyn Fn() -> i64 + Send + Sync>;
 
 /// The wall clock.
-pub fn system_clock() -> Clock {
+pub fn system_clock() -> UnixClock {
     Arc::new(|| {
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
@@ -186,7 +186,7 @@ pub struct Pipeline {
     stack: ResilienceStack,
     catalog: Catalog,
     image: ImageConfig,
-    clock: Clock,
+    clock: UnixClock,
 }
 
 impl Pipeline {
@@ -195,7 +195,7 @@ impl Pipeline {
         stack: ResilienceStack,
         catalog: Catalog,
         image: ImageConfig,
-        clock: Clock,
+        clock: UnixClock,
     ) -> Self {
         Self { gemini, stack, catalog, image, clock }
     }
@@ -217,7 +217,7 @@ impl Pipeline {
     }
 
     /// The clock the pipeline stamps its rows with.
-    pub fn clock(&self) -> &Clock {
+    pub fn clock(&self) -> &UnixClock {
         &self.clock
     }
 
@@ -241,7 +241,7 @@ impl Pipeline {
         // No transaction is open here: the catalog's calls above and below are each complete.
         let call = self.call_gemini(photo_id, &image, SlotPolicy::Configured).await;
         match call.into_outcome() {
-            CallOutcome::Answered { attempt, answer } => {
+            GeminiOutcome::Answered { attempt, answer } => {
                 let latency_ms = attempt.latency_ms;
                 let attempt_id = self.catalog.record_attempt(attempt).await?;
                 let existing_product_id = self.catalog.product_for_photo(photo_id).await?;
@@ -260,7 +260,7 @@ impl Pipeline {
                     existing_product_id,
                 })
             }
-            CallOutcome::Failed { attempt, error } => {
+            GeminiOutcome::Failed { attempt, error } => {
                 if let Some(attempt) = attempt {
                     if let Err(audit) = self.catalog.record_attempt(attempt).await {
                         tracing::warn!(error = %audit, "could not record the failed attempt");
@@ -359,7 +359,7 @@ pub struct GeminiCall {
 
 /// How a [`GeminiCall`] ended, with the attempt to record in the audit trail.
 #[derive(Debug)]
-pub enum CallOutcome {
+pub enum GeminiOutcome {
     /// Gemini proposed a product; `attempt` records it.
     Answered { attempt: NewAttempt, answer: Box<GeminiExtraction> },
     /// The call failed. Gemini's own errors and the time limiter's timeouts are attempts; the
@@ -369,7 +369,7 @@ pub enum CallOutcome {
 
 impl GeminiCall {
     /// The result, with the attempt that records it.
-    pub fn into_outcome(self) -> CallOutcome {
+    pub fn into_outcome(self) -> GeminiOutcome {
         let Self { photo_id, model, started_at, elapsed_ms, result } = self;
         match result {
             Ok(answer) => {
@@ -383,7 +383,7 @@ impl GeminiCall {
                     raw_response: Some(answer.raw_response.clone()),
                     outcome: AttemptOutcome::Proposed { product: answer.product.clone() },
                 };
-                CallOutcome::Answered { attempt, answer: Box::new(answer) }
+                GeminiOutcome::Answered { attempt, answer: Box::new(answer) }
             }
             Err(rejection) => {
                 let raw_response = match &rejection {
@@ -401,7 +401,7 @@ impl GeminiCall {
                     raw_response,
                     outcome: AttemptOutcome::Failed { code: error.code(), message: error.to_string() },
                 });
-                CallOutcome::Failed { attempt, error }
+                GeminiOutcome::Failed { attempt, error }
             }
         }
     }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use pe_core::resilience::{
-    BreakerEventKind, BreakerSnapshot, BreakerState, CallError, CallOutcome, CircuitBreaker, CircuitBreakerConfig,
+    BreakerEventKind, BreakerSnapshot, BreakerState, CallError, RecordedCall, CircuitBreaker, CircuitBreakerConfig,
     ManualClock, NotPermitted, Outcome, Permit, SlidingWindowType,
 };
 use proptest::prelude::*;
@@ -262,7 +262,7 @@ fn breaker_row_10_count_window_is_a_ring_not_a_running_total() {
             expect("60.00", BreakerState::Open),
         ]
     );
-    use CallOutcome::{Failure as F, Success as S};
+    use RecordedCall::{Failure as F, Success as S};
     assert_eq!(h.snap().calls, vec![S, S, F, F, F]);
 }
 
@@ -336,7 +336,7 @@ fn breaker_row_13_slow_calls_trip_on_the_slow_rate() {
     assert_eq!(h.snap().slow_calls, 0);
     h.call('S', Duration::from_millis(4001)).unwrap();
     assert_eq!(h.snap().slow_calls, 1);
-    assert_eq!(h.snap().calls, vec![CallOutcome::Success, CallOutcome::SlowSuccess]);
+    assert_eq!(h.snap().calls, vec![RecordedCall::Success, RecordedCall::SlowSuccess]);
 }
 
 #[test]
@@ -841,13 +841,13 @@ impl Model {
             .then(|| self.config.permitted_number_of_calls_in_half_open_state - self.available);
         prop_assert_eq!(permits, expected);
         if let ModelWindow::Count(_) = self.window {
-            let outcomes: Vec<CallOutcome> = calls
+            let outcomes: Vec<RecordedCall> = calls
                 .iter()
                 .map(|&(_, failed, slow)| match (failed, slow) {
-                    (false, false) => CallOutcome::Success,
-                    (true, false) => CallOutcome::Failure,
-                    (false, true) => CallOutcome::SlowSuccess,
-                    (true, true) => CallOutcome::SlowFailure,
+                    (false, false) => RecordedCall::Success,
+                    (true, false) => RecordedCall::Failure,
+                    (false, true) => RecordedCall::SlowSuccess,
+                    (true, true) => RecordedCall::SlowFailure,
                 })
                 .collect();
             prop_assert_eq!(&snap.calls, &outcomes);

@@ -10,7 +10,7 @@ use pe_core::catalog::{AttemptOutcomeKind, Catalog};
 use pe_core::config::{ApiKey, GeminiConfig, ImageConfig};
 use pe_core::fake_gemini::{Behavior, FakeGemini, FakeOptions};
 use pe_core::gemini::GeminiClient;
-use pe_core::pipeline::{Clock, Pipeline, SaveError, Stage};
+use pe_core::pipeline::{UnixClock, Pipeline, SaveError, Stage};
 use pe_core::product::Product;
 use pe_core::resilience::{ResilienceConfig, ResilienceStack};
 use pe_core::{Coded, ErrorCode};
@@ -20,7 +20,7 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 /// A clock that starts at 1_000 and moves only when told.
-fn test_clock() -> (Clock, Arc<AtomicI64>) {
+fn test_clock() -> (UnixClock, Arc<AtomicI64>) {
     let now = Arc::new(AtomicI64::new(1_000));
     let read = now.clone();
     (Arc::new(move || read.load(Ordering::SeqCst)), now)

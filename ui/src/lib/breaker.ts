@@ -5,7 +5,7 @@ import type { BreakerEvent } from "../bindings/BreakerEvent";
 import type { BreakerSnapshot } from "../bindings/BreakerSnapshot";
 import type { BreakerState } from "../bindings/BreakerState";
 import type { BucketSummary } from "../bindings/BucketSummary";
-import type { CallOutcome } from "../bindings/CallOutcome";
+import type { RecordedCall } from "../bindings/RecordedCall";
 import type { ResilienceSnapshot } from "../bindings/ResilienceSnapshot";
 
 // ---------------------------------------------------------------------------------------------
@@ -149,7 +149,7 @@ export function probesText(used: number, permitted: number): string {
 // ---------------------------------------------------------------------------------------------
 // Sliding window
 
-export type CellKind = CallOutcome | "empty";
+export type CellKind = RecordedCall | "empty";
 
 export const OUTCOME_LABEL: Record<CellKind, string> = {
   success: "success",
@@ -160,7 +160,7 @@ export const OUTCOME_LABEL: Record<CellKind, string> = {
 };
 
 /** A count window's cells, oldest first, padded with "empty" up to the window size. */
-export function windowCells(calls: readonly CallOutcome[], windowSize: number): CellKind[] {
+export function windowCells(calls: readonly RecordedCall[], windowSize: number): CellKind[] {
   const size = Math.max(0, Math.floor(windowSize));
   const recorded = calls.length > size ? calls.slice(calls.length - size) : calls;
   const cells: CellKind[] = [...recorded];
@@ -169,7 +169,7 @@ export function windowCells(calls: readonly CallOutcome[], windowSize: number): 
 }
 
 export interface BarRect {
-  kind: CallOutcome;
+  kind: RecordedCall;
   x: number;
   y: number;
   width: number;
@@ -199,7 +199,7 @@ export function bucketBars(buckets: readonly BucketSummary[], windowSize: number
   const gap = slot > 4 ? 1 : 0;
   const rects: BarRect[] = [];
   padded.forEach((b, i) => {
-    const parts: [CallOutcome, number][] = [
+    const parts: [RecordedCall, number][] = [
       ["success", Math.max(0, b.calls - b.failed - b.slow + b.slow_failed)],
       ["slow_success", Math.max(0, b.slow - b.slow_failed)],
       ["slow_failure", b.slow_failed],

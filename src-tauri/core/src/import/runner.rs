@@ -29,7 +29,7 @@ use super::scan::{self, Scanned};
 use super::store::{self, Claimed, Counted, Finish, ImportStore};
 use super::{ImportError, ImportOptions};
 use crate::error::{Coded, ErrorCode};
-use crate::pipeline::{CallOutcome, ExtractError, Pipeline};
+use crate::pipeline::{GeminiOutcome, ExtractError, Pipeline};
 use crate::resilience::{BreakerSnapshot, BreakerState, NotPermitted, ResilienceStack, SlotPolicy};
 
 /// Files per enqueue transaction; the first one is small so the runner starts at once.
@@ -650,11 +650,11 @@ async fn classified(
     shared: &Arc<Shared>,
     pipeline: &Pipeline,
     item: &Claimed,
-    outcome: CallOutcome,
+    outcome: GeminiOutcome,
 ) -> Result<Finish, ImportError> {
     let id = item.id;
     Ok(match outcome {
-        CallOutcome::Answered { attempt, answer } => {
+        GeminiOutcome::Answered { attempt, answer } => {
             let product = answer.product;
             let flags = product.validate();
             shared.record_finished();
@@ -668,7 +668,7 @@ async fn classified(
                 error: None,
             }
         }
-        CallOutcome::Failed { attempt, error } => {
+        GeminiOutcome::Failed { attempt, error } => {
             let (to, counted) = match classify(&error) {
                 Fault::Own => (ItemState::Failed, true),
                 Fault::Service if item.attempts + 1 >= shared.options.max_attempts_per_item => {

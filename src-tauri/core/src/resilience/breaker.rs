@@ -10,10 +10,10 @@ use tokio::sync::{broadcast, watch};
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
-use super::clock::{Clock, TokioClock};
+use super::clock::{MonotonicClock, TokioClock};
 use super::config::CircuitBreakerConfig;
 use super::snapshot::{BreakerEvent, BreakerEventKind, BreakerSnapshot, BreakerState, HalfOpenProgress, OpenTiming};
-use super::window::{CallOutcome, Evaluation, Metrics};
+use super::window::{RecordedCall, Evaluation, Metrics};
 use crate::config::ConfigError;
 
 /// How many events [`CircuitBreaker::recent_events`] keeps (Spring's actuator shows 100).
@@ -114,7 +114,7 @@ struct Shared {
     /// Validated settings, fixed for the breaker's life.
     config: CircuitBreakerConfig,
     /// Where "now" comes from; tests inject a manual or paused clock.
-    clock: Arc<dyn Clock>,
+    clock: Arc<dyn MonotonicClock>,
     /// The instant the breaker was created: second 0 of the time-based window's buckets and the
     /// anchor for converting instants to wall-clock time.
     origin: Instant,
@@ -194,7 +194,7 @@ impl CircuitBreaker {
     pub fn with_clock(
         name: impl Into<String>,
         config: CircuitBreakerConfig,
-        clock: Arc<dyn Clock>,
+        clock: Arc<dyn MonotonicClock>,
         wall_now: SystemTime,
     ) -> Result<Self, ConfigError> {
         config.validate()?;
@@ -534,14 +534,14 @@ impl Shared {
         let slow = duration > self.config.slow_call_duration_threshold;
         let kind = if failed { BreakerEventKind::Error { slow } } else { BreakerEventKind::Success { slow } };
         self.publish(&mut m, now, kind, duration_ms, message);
-        self.record(&mut m, CallOutcome::new(failed, slow), now);
+        self.record(&mut m, RecordedCall::new(failed, slow), now);
         self.publish_snapshot(&mut m, now);
     }
 
     /// Records an outcome into the current state's metrics, whatever state admitted the call (as
     /// Resilience4j does: a call admitted while CLOSED that ends after the breaker opened still
     /// counts, in the OPEN state's metrics).
-    fn record(self: &Arc<Self>, m: &mut Machine, outcome: CallOutcome, now: Instant) {
+    fn record(self: &Arc<Self>, m: &mut Machine, outcome: RecordedCall, now: Instant) {
         let second = self.second(now);
         match m.state {
             StateData::Disabled | StateData::ForcedOpen => {}

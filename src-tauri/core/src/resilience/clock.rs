@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// A monotonic clock.
-pub trait Clock: Send + Sync + 'static {
+pub trait MonotonicClock: Send + Sync + 'static {
     fn now(&self) -> Instant;
 }
 
@@ -20,7 +20,7 @@ pub trait Clock: Send + Sync + 'static {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TokioClock;
 
-impl Clock for TokioClock {
+impl MonotonicClock for TokioClock {
     fn now(&self) -> Instant {
         Instant::now()
     }
@@ -51,7 +51,7 @@ impl Default for ManualClock {
     }
 }
 
-impl Clock for ManualClock {
+impl MonotonicClock for ManualClock {
     fn now(&self) -> Instant {
         *self.now.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -24,7 +24,7 @@
 //!   everything; **METRICS_ONLY** records but never transitions. Entering any state but OPEN, or a
 //!   reset, starts fresh metrics. Moving to the current state publishes nothing.
 //!
-//! Time is injected ([`Clock`]); tests step through "wait 15 s, then half-open" in microseconds with
+//! Time is injected ([`MonotonicClock`]); tests step through "wait 15 s, then half-open" in microseconds with
 //! [`ManualClock`] or tokio's paused clock. Not wired into the app yet.
 //!
 //! The breaker is one layer of [`ResilienceStack`] (`stack.rs`): Retry, CircuitBreaker,
@@ -41,11 +41,11 @@ mod stack;
 mod window;
 
 pub use breaker::{CallError, CircuitBreaker, IllegalTransition, NotPermitted, Outcome, Permit, RECENT_EVENTS};
-pub use clock::{Clock, ManualClock, TokioClock};
+pub use clock::{MonotonicClock, ManualClock, TokioClock};
 pub use config::{CircuitBreakerConfig, SlidingWindowType};
 pub use snapshot::{BreakerEvent, BreakerEventKind, BreakerSnapshot, BreakerState, HalfOpenProgress, OpenTiming};
 pub use stack::{
     BulkheadConfig, BulkheadSnapshot, RateLimiterConfig, RateLimiterSnapshot, ResilienceConfig, ResilienceSnapshot,
     ResilienceStack, RetryConfig, RetrySnapshot, SlotPolicy, StackError, TimeLimiterConfig, Verdict,
 };
-pub use window::{BucketSummary, CallOutcome};
+pub use window::{BucketSummary, RecordedCall};

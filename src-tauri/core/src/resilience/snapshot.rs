@@ -5,7 +5,7 @@ use serde::Serialize;
 use ts_rs::TS;
 
 use super::config::SlidingWindowType;
-use super::window::{BucketSummary, CallOutcome};
+use super::window::{BucketSummary, RecordedCall};
 
 /// The six states of Resilience4j's circuit breaker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, TS)]
@@ -154,7 +154,7 @@ pub struct BreakerSnapshot {
     /// The effective minimum number of calls for the current window ("7 of 10 calls needed").
     pub minimum_number_of_calls: u32,
     /// A count window's outcomes, oldest first.
-    pub calls: Vec<CallOutcome>,
+    pub calls: Vec<RecordedCall>,
     /// A time window's one-second buckets, oldest first.
     pub buckets: Vec<BucketSummary>,
     pub half_open: Option<HalfOpenProgress>,

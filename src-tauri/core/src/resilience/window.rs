@@ -16,14 +16,14 @@ use super::config::{CircuitBreakerConfig, SlidingWindowType};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
 #[serde(rename_all = "snake_case")]
 #[ts(export)]
-pub enum CallOutcome {
+pub enum RecordedCall {
     Success,
     Failure,
     SlowSuccess,
     SlowFailure,
 }
 
-impl CallOutcome {
+impl RecordedCall {
     pub fn new(failed: bool, slow: bool) -> Self {
         match (failed, slow) {
             (false, false) => Self::Success,
@@ -53,11 +53,11 @@ pub struct BucketSummary {
 }
 
 impl BucketSummary {
-    fn add(&mut self, outcome: CallOutcome) {
+    fn add(&mut self, outcome: RecordedCall) {
         self.calls += 1;
         self.failed += u32::from(outcome.is_failure());
         self.slow += u32::from(outcome.is_slow());
-        self.slow_failed += u32::from(outcome == CallOutcome::SlowFailure);
+        self.slow_failed += u32::from(outcome == RecordedCall::SlowFailure);
     }
 
     fn remove(&mut self, other: &BucketSummary) {
@@ -85,7 +85,7 @@ pub(crate) enum Evaluation {
 #[derive(Debug, Clone)]
 struct CountWindow {
     capacity: usize,
-    ring: VecDeque<CallOutcome>,
+    ring: VecDeque<RecordedCall>,
 }
 
 /// A time-based ring of one-second buckets; bucket `s % size` holds second `s`.
@@ -154,7 +154,7 @@ impl Metrics {
     }
 
     /// Adds one outcome (pushing out the oldest) and evaluates the thresholds.
-    pub(crate) fn record(&mut self, outcome: CallOutcome, now_second: u64) -> Evaluation {
+    pub(crate) fn record(&mut self, outcome: RecordedCall, now_second: u64) -> Evaluation {
         match &mut self.window {
             Window::Count(w) => {
                 if w.capacity == 0 {
@@ -242,7 +242,7 @@ impl Metrics {
     }
 
     /// The count window's outcomes, oldest first (empty for a time window).
-    pub(crate) fn calls(&self) -> Vec<CallOutcome> {
+    pub(crate) fn calls(&self) -> Vec<RecordedCall> {
         match &self.window {
             Window::Count(w) => w.ring.iter().copied().collect(),
             Window::Time(_) => Vec::new(),
@@ -295,19 +295,19 @@ mod tests {
     #[test]
     fn breaker_count_window_is_a_ring() {
         let mut m = Metrics::for_closed(&config(SlidingWindowType::CountBased, 3, 1), 0);
-        for o in [CallOutcome::Failure, CallOutcome::Failure, CallOutcome::Success, CallOutcome::Success] {
+        for o in [RecordedCall::Failure, RecordedCall::Failure, RecordedCall::Success, RecordedCall::Success] {
             m.record(o, 0);
         }
-        assert_eq!(m.calls(), vec![CallOutcome::Failure, CallOutcome::Success, CallOutcome::Success]);
+        assert_eq!(m.calls(), vec![RecordedCall::Failure, RecordedCall::Success, RecordedCall::Success]);
         assert_eq!(m.totals(0), BucketSummary { calls: 3, failed: 1, slow: 0, slow_failed: 0 });
     }
 
     #[test]
     fn breaker_time_window_drops_old_seconds() {
         let mut m = Metrics::for_closed(&config(SlidingWindowType::TimeBased, 3, 1), 10);
-        m.record(CallOutcome::SlowFailure, 10);
-        m.record(CallOutcome::Success, 11);
-        m.record(CallOutcome::Failure, 12);
+        m.record(RecordedCall::SlowFailure, 10);
+        m.record(RecordedCall::Success, 11);
+        m.record(RecordedCall::Failure, 12);
         assert_eq!(m.totals(12).calls, 3);
         assert_eq!(m.totals(13), BucketSummary { calls: 2, failed: 1, slow: 0, slow_failed: 0 });
         assert_eq!(m.buckets(13).iter().map(|b| b.calls).collect::<Vec<_>>(), vec![1, 1, 0]);
