@@ -13,7 +13,7 @@ use pe_core::config::{ApiKey, Config, ENV_API_KEY};
 use pe_core::fake_gemini::{Behavior, FakeGemini, FakeOptions};
 use pe_core::gemini::GeminiClient;
 use pe_core::import::{ImportOptions, ImportQueue};
-use pe_core::pipeline::{system_clock, UnixClock, Pipeline};
+use pe_core::pipeline::{system_clock, Pipeline, UnixClock};
 use pe_core::resilience::ResilienceStack;
 use pe_core::ErrorReport;
 use tokio::sync::Semaphore;
@@ -106,7 +106,7 @@ impl AppState {
     pub fn open_with_clock(paths: Paths, env: Env, clock: UnixClock) -> Result<Self, ErrorReport> {
         let file_config = Config::load(&paths.config_file, |_| None)?;
         let catalog = Catalog::open(&paths.database)?;
-        let stack = ResilienceStack::new(STACK_NAME, file_config.resilience())?;
+        let stack = ResilienceStack::new(STACK_NAME, file_config.resilience.clone())?;
         let live = Live::build(file_config, &*env, None, &catalog, &stack, &clock)?;
         Ok(Self {
             shared: Arc::new(Shared {
@@ -206,9 +206,9 @@ impl AppState {
         config.validate()?;
         let demo = self.read(|live| live.demo.clone());
         let mut stack = self.stack();
-        let replaced = stack.config() != &config.resilience();
+        let replaced = stack.config() != &config.resilience;
         if replaced {
-            stack = ResilienceStack::new(STACK_NAME, config.resilience())?;
+            stack = ResilienceStack::new(STACK_NAME, config.resilience.clone())?;
         }
         let live =
             Live::build(config.clone(), &*self.shared.env, demo, &self.shared.catalog, &stack, &self.shared.clock)?;

@@ -14,6 +14,9 @@
 //! jpeg_quality = 85
 //! max_file_bytes = 20000000
 //! max_pixels = 50000000
+//!
+//! [circuit_breaker]        # and [bulkhead], [time_limiter], [retry], [rate_limiter]:
+//! wait_duration_in_open_state = "15s"   # the resilience stack's sections, see `resilience`
 //! ```
 //! Unknown keys are an error naming the key. The API key is a [`ApiKey`], whose `Debug` and
 //! `Display` never show it.
@@ -26,24 +29,54 @@ use ts_rs::TS;
 
 use crate::error::{Coded, ErrorCode};
 use crate::resilience::{
-    BulkheadConfig, CircuitBreakerConfig, RateLimiterConfig, ResilienceConfig, RetryConfig, TimeLimiterConfig,
+    BulkheadConfig, CircuitBreakerConfig, InvalidSetting, RateLimiterConfig, ResilienceConfig, RetryConfig,
+    TimeLimiterConfig,
 };
 
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
 pub const DEFAULT_MODEL: &str = "gemini-flash-latest";
 
-/// Everything configurable.
+/// Everything configurable. In the file the resilience stack's five sections are top-level, next
+/// to `[gemini]` and `[image]` (`ConfigFile`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(from = "ConfigFile", into = "ConfigFile")]
 pub struct Config {
     pub gemini: GeminiConfig,
     pub image: ImageConfig,
-    /// The resilience stack around every Gemini call (see `resilience`), one section per layer.
-    pub circuit_breaker: CircuitBreakerConfig,
-    pub bulkhead: BulkheadConfig,
-    pub time_limiter: TimeLimiterConfig,
-    pub retry: RetryConfig,
-    pub rate_limiter: RateLimiterConfig,
+    /// The resilience stack around every Gemini call (see `resilience`), as the stack takes it.
+    pub resilience: ResilienceConfig,
+}
+
+/// The file's layout: every section top-level, unknown keys refused by name. (With the resilience
+/// sections `#[serde(flatten)]`ed into [`Config`] instead, toml still names an unknown key, but
+/// reports errors inside those sections without their line and key path, and an unknown section
+/// without the list of known ones.)
+#[derive(Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct ConfigFile {
+    gemini: GeminiConfig,
+    image: ImageConfig,
+    circuit_breaker: CircuitBreakerConfig,
+    bulkhead: BulkheadConfig,
+    time_limiter: TimeLimiterConfig,
+    retry: RetryConfig,
+    rate_limiter: RateLimiterConfig,
+}
+
+impl From<ConfigFile> for Config {
+    fn from(file: ConfigFile) -> Self {
+        let ConfigFile { gemini, image, circuit_breaker, bulkhead, time_limiter, retry, rate_limiter } = file;
+        let resilience = ResilienceConfig { circuit_breaker, bulkhead, time_limiter, retry, rate_limiter };
+        Self { gemini, image, resilience }
+    }
+}
+
+impl From<Config> for ConfigFile {
+    fn from(config: Config) -> Self {
+        let Config { gemini, image, resilience } = config;
+        let ResilienceConfig { circuit_breaker, bulkhead, time_limiter, retry, rate_limiter } = resilience;
+        Self { gemini, image, circuit_breaker, bulkhead, time_limiter, retry, rate_limiter }
+    }
 }
 
 /// How to reach Gemini.
@@ -151,6 +184,9 @@ pub enum ConfigError {
     Parse { path: PathBuf, message: String },
     #[error("invalid setting {key}: {message}")]
     Invalid { key: String, message: String },
+    /// A resilience setting out of range; its key names the section (`retry.max_attempts`).
+    #[error(transparent)]
+    Resilience(#[from] InvalidSetting),
 }
 
 impl Coded for ConfigError {
@@ -200,26 +236,9 @@ impl Config {
         }
     }
 
-    /// The resilience sections, as the stack takes them.
-    pub fn resilience(&self) -> ResilienceConfig {
-        ResilienceConfig {
-            circuit_breaker: self.circuit_breaker.clone(),
-            bulkhead: self.bulkhead.clone(),
-            time_limiter: self.time_limiter.clone(),
-            retry: self.retry.clone(),
-            rate_limiter: self.rate_limiter.clone(),
-        }
-    }
-
     /// Checks ranges; the error names the key.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        self.resilience().validate().map_err(|e| match e {
-            // The breaker names its keys without the section.
-            ConfigError::Invalid { key, message } if !key.contains('.') => {
-                ConfigError::Invalid { key: format!("circuit_breaker.{key}"), message }
-            }
-            other => other,
-        })?;
+        self.resilience.validate()?;
         let invalid = |key: &str, message: &str| Err(ConfigError::Invalid { key: key.into(), message: message.into() });
         let url = self.gemini.base_url.trim();
         if !(url.starts_with("https://") || url.starts_with("http://")) {
@@ -349,6 +368,57 @@ mod tests {
         assert!(err.to_string().contains("gemini.timeout"), "{err}");
         let err = Config::from_toml("[gemini]\ntimeout = \"soon\"\n", Path::new("c.toml")).unwrap_err();
         assert!(err.to_string().contains("timeout"), "{err}");
+    }
+
+    #[test]
+    fn resilience_sections_stay_top_level_in_the_file() {
+        let text = "[circuit_breaker]\nwait_duration_in_open_state = \"30s\"\nfailure_rate_threshold = 25\n\
+                    [bulkhead]\nmax_concurrent_calls = 3\n[time_limiter]\ntimeout_duration = \"5s\"\n\
+                    [retry]\nmax_attempts = 2\n[rate_limiter]\nenabled = true\n";
+        let c = Config::from_toml(text, Path::new("c.toml")).unwrap();
+        let r = &c.resilience;
+        assert_eq!(r.circuit_breaker.wait_duration_in_open_state, Duration::from_secs(30));
+        assert_eq!(r.circuit_breaker.failure_rate_threshold, 25.0);
+        assert_eq!(r.bulkhead.max_concurrent_calls, 3);
+        assert_eq!(r.time_limiter.timeout_duration, Duration::from_secs(5));
+        assert_eq!(r.retry.max_attempts, 2);
+        assert!(r.rate_limiter.enabled);
+        assert_eq!(r.retry.wait_duration, RetryConfig::default().wait_duration, "unset keys keep their defaults");
+
+        let written = toml::to_string_pretty(&c).unwrap();
+        for section in
+            ["[gemini]", "[image]", "[circuit_breaker]", "[bulkhead]", "[time_limiter]", "[retry]", "[rate_limiter]"]
+        {
+            assert!(
+                written.contains(&format!("\n{section}\n")) || written.starts_with(&format!("{section}\n")),
+                "{section} in {written}"
+            );
+        }
+        assert!(!written.contains("resilience"), "{written}");
+        assert_eq!(Config::from_toml(&written, Path::new("c.toml")).unwrap(), c);
+        assert!(Config::from_toml("[resilience.retry]\nmax_attempts = 2\n", Path::new("c.toml")).is_err());
+    }
+
+    #[test]
+    fn unknown_resilience_key_is_named() {
+        let err = Config::from_toml("[circuit_breaker]\nfailure_rate = 50\n", Path::new("c.toml")).unwrap_err();
+        assert!(err.to_string().contains("failure_rate"), "{err}");
+        assert!(err.to_string().contains("line 2"), "the error points at the line: {err}");
+        let err = Config::from_toml("[retry]\nmax_attempts = 2\nbackoff = \"1s\"\n", Path::new("c.toml")).unwrap_err();
+        assert!(err.to_string().contains("backoff"), "{err}");
+        let err = Config::from_toml("[bulkhead]\nmax_wait_duration = \"later\"\n", Path::new("c.toml")).unwrap_err();
+        assert!(err.to_string().contains("max_wait_duration"), "{err}");
+    }
+
+    #[test]
+    fn invalid_resilience_values_name_the_section_and_key() {
+        let err =
+            Config::from_toml("[circuit_breaker]\nfailure_rate_threshold = 0\n", Path::new("c.toml")).unwrap_err();
+        assert!(err.to_string().contains("circuit_breaker.failure_rate_threshold"), "{err}");
+        assert!(matches!(err, ConfigError::Resilience(InvalidSetting { .. })), "{err:?}");
+        let err = Config::from_toml("[retry]\nmax_attempts = 0\n", Path::new("c.toml")).unwrap_err();
+        assert!(err.to_string().contains("retry.max_attempts"), "{err}");
+        assert_eq!(err.code(), ErrorCode::Config);
     }
 
     #[test]

@@ -1,13 +1,14 @@
-//! The circuit breaker against the spec's scenario table (resilience.md, rows 1–15), the extra
-//! behaviours the spec names, and a property test that drives the breaker and a deliberately naive
-//! reference model with random operations and compares state and metrics after every step.
+//! The circuit breaker against a table of Resilience4j's behaviour (rows 1–15, one test each), the
+//! further behaviours the `resilience` module docs describe, and a property test that drives the
+//! breaker and a deliberately naive reference model with random operations and compares state and
+//! metrics after every step.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use pe_core::resilience::{
-    BreakerEventKind, BreakerSnapshot, BreakerState, CallError, RecordedCall, CircuitBreaker, CircuitBreakerConfig,
-    ManualClock, NotPermitted, Outcome, Permit, SlidingWindowType,
+    BreakerEventKind, BreakerSnapshot, BreakerState, CallError, CircuitBreaker, CircuitBreakerConfig, ManualClock,
+    NotPermitted, Outcome, Permit, RecordedCall, SlidingWindowType,
 };
 use proptest::prelude::*;
 
@@ -374,7 +375,7 @@ fn breaker_row_15_reset_from_open() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Further behaviours from the spec.
+// Further behaviours (see the `resilience` module docs).
 
 #[test]
 fn breaker_cancelled_probe_releases_its_permit() {
@@ -632,7 +633,7 @@ fn breaker_config_defaults_parse_and_validation_names_keys() {
     assert!(unknown.to_string().contains("failure_rate"), "{unknown}");
 
     let key_of = |config: CircuitBreakerConfig| match config.validate() {
-        Err(pe_core::config::ConfigError::Invalid { key, .. }) => key,
+        Err(pe_core::resilience::InvalidSetting { key, .. }) => key,
         other => panic!("expected an invalid key, got {other:?}"),
     };
     let d = CircuitBreakerConfig::default;
@@ -657,7 +658,7 @@ fn breaker_config_defaults_parse_and_validation_names_keys() {
 // ---------------------------------------------------------------------------------------------
 // Property test: the breaker against a naive reference model.
 
-/// A deliberately simple model of the spec: outcomes in a plain Vec, filtered on every read.
+/// A deliberately simple model of the semantics: outcomes in a plain Vec, filtered on every read.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum ModelWindow {
     /// Keep the last n calls.

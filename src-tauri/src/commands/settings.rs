@@ -54,7 +54,7 @@ fn settings_of(state: &AppState) -> Settings {
     Settings {
         gemini: GeminiSettings::of(&file),
         image: file.image.clone(),
-        resilience: file.resilience(),
+        resilience: file.resilience.clone(),
         api_key: state.key_status(),
         config_path: state.paths().config_file.display().to_string(),
     }
@@ -69,13 +69,8 @@ pub fn apply_input(mut config: Config, input: SettingsInput) -> Result<Config, E
     config.gemini.connect_timeout = duration("gemini.connect_timeout", &g.connect_timeout)?;
     config.gemini.read_timeout = duration("gemini.read_timeout", &g.read_timeout)?;
     config.image = input.image;
-    let r: ResilienceConfig = serde_path_to_error::deserialize(input.resilience)
+    config.resilience = serde_path_to_error::deserialize::<_, ResilienceConfig>(input.resilience)
         .map_err(|e| ErrorReport::new(ErrorCode::Config, format!("invalid setting {}: {}", e.path(), e.inner())))?;
-    config.circuit_breaker = r.circuit_breaker;
-    config.bulkhead = r.bulkhead;
-    config.time_limiter = r.time_limiter;
-    config.retry = r.retry;
-    config.rate_limiter = r.rate_limiter;
     match input.api_key {
         ApiKeyChange::Keep => {}
         ApiKeyChange::Clear => config.gemini.api_key = None,

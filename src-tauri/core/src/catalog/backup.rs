@@ -18,8 +18,8 @@ use std::time::Duration;
 use rusqlite::backup::{Backup, StepResult};
 use rusqlite::{Connection, OpenFlags};
 
+use super::listing::count_live;
 use super::migrations::{self, MIGRATIONS, SCHEMA_VERSION};
-use super::queries::count_products;
 use super::records::{BackupSummary, RestoreSummary};
 use super::CatalogError;
 
@@ -77,7 +77,7 @@ fn write_backup(conn: &Connection, path: &Path) -> Result<(u64, u32), CatalogErr
     copy(conn, &mut out)?;
     // The copy carries the live file's WAL flag; a backup is one self-contained file.
     out.pragma_update_and_check(None, "journal_mode", "DELETE", |_| Ok(()))?;
-    let counts = (count_products(&out)?, migrations::schema_version(&out)?);
+    let counts = (count_live(&out)?, migrations::schema_version(&out)?);
     out.close().map_err(|(_, e)| e)?;
     Ok(counts)
 }
@@ -129,7 +129,7 @@ pub(super) fn restore_from(
         return Err(e);
     }
     let summary = RestoreSummary {
-        products: count_products(conn)?,
+        products: count_live(conn)?,
         schema_version_before,
         migrated_to: migrations::schema_version(conn)?,
         safety_backup: safety.display().to_string(),

@@ -24,7 +24,7 @@
 use rusqlite::types::Value;
 use rusqlite::{params_from_iter, Connection, Row};
 
-use super::queries::{get_u64, thumbnail_url};
+use super::columns::{get_u64, thumbnail_url};
 use super::records::*;
 use super::CatalogError;
 use crate::product::Price;

@@ -8,7 +8,8 @@
 //! - `queries` holds the SQL of photos, attempts and saving, as plain synchronous functions;
 //!   `listing` the catalog table ([`Catalog::query_products`], search, facets); `revisions`
 //!   editing (optimistic concurrency, history, soft delete, duplicates); `backup` backups and
-//!   restores with SQLite's online backup API.
+//!   restores with SQLite's online backup API; `columns` the column conversions they share
+//!   (it uses none of them).
 //! - [`migrations`] applies the versioned schema (`migrations/NNNN_*.sql`, `PRAGMA user_version`).
 //! - [`records`] defines inputs and the DTOs the UI sees (re-exported here).
 //! - [`export`] streams the saved products as Shopify CSV, flat CSV, JSON or JSON Lines
@@ -61,6 +62,7 @@
 //! its own transaction through `queries::record_attempt_in` / `queries::save_product_in`.
 
 mod backup;
+mod columns;
 mod db_thread;
 mod error;
 pub mod export;
@@ -302,7 +304,7 @@ impl Catalog {
 
     /// How many live (not deleted) products the catalog holds.
     pub async fn count_products(&self) -> Result<u64, CatalogError> {
-        self.run(|conn| queries::count_products(conn)).await
+        self.run(|conn| listing::count_live(conn)).await
     }
 
     /// Copies the whole catalog to `path` with SQLite's online backup API, as one consistent

@@ -1,11 +1,12 @@
 //! The SQL, as synchronous functions over a connection. They run on the catalog thread only;
 //! every function that writes does so in one short `BEGIN IMMEDIATE` transaction.
 
-use base64::Engine as _;
 use rusqlite::types::Type;
-use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
-use serde::de::DeserializeOwned;
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
+use super::columns::{conversion_error, get_u64, json_column, to_i64};
+// `import::store` reads the thumbnail helper from here.
+pub(crate) use super::columns::thumbnail_url;
 use super::records::*;
 use super::CatalogError;
 use crate::error::ErrorCode;
@@ -304,16 +305,6 @@ pub(super) fn product_for_photo(conn: &Connection, photo: PhotoId) -> Result<Opt
         .optional()?)
 }
 
-/// Live (not deleted) products.
-pub(super) fn count_products(conn: &Connection) -> Result<u64, CatalogError> {
-    super::listing::count_live(conn)
-}
-
-/// `data:image/jpeg;base64,…` for an `<img src>`.
-pub(crate) fn thumbnail_url(jpeg: &[u8]) -> String {
-    format!("data:image/jpeg;base64,{}", base64::engine::general_purpose::STANDARD.encode(jpeg))
-}
-
 /// The API checks references itself, so callers get `NotFound` rather than a foreign key error.
 pub(super) fn require_photo(conn: &Connection, photo: PhotoId) -> Result<(), CatalogError> {
     let exists: bool = conn.query_row("SELECT EXISTS (SELECT 1 FROM photos WHERE id = ?1)", [photo], |r| r.get(0))?;
@@ -324,31 +315,7 @@ pub(super) fn require_photo(conn: &Connection, photo: PhotoId) -> Result<(), Cat
     }
 }
 
-pub(super) fn to_i64(field: &str, value: u64) -> Result<i64, CatalogError> {
-    i64::try_from(value).map_err(|_| CatalogError::invalid(field, format!("{value} is too large")))
-}
-
-/// A non-negative INTEGER column (rusqlite reads `u64` only with a feature we do not need).
-pub(super) fn get_u64(row: &Row<'_>, idx: usize) -> rusqlite::Result<u64> {
-    let value: i64 = row.get(idx)?;
-    u64::try_from(value).map_err(|_| rusqlite::Error::IntegralValueOutOfRange(idx, value))
-}
-
-/// A nullable JSON text column, parsed.
-pub(super) fn json_column<T: DeserializeOwned>(row: &Row<'_>, idx: usize) -> rusqlite::Result<Option<T>> {
-    match row.get_ref(idx)?.as_str_or_null()? {
-        None => Ok(None),
-        Some(text) => serde_json::from_str(text)
-            .map(Some)
-            .map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, Type::Text, Box::new(e))),
-    }
-}
-
 fn parse_error_code(idx: usize, code: &str) -> rusqlite::Result<ErrorCode> {
     serde_json::from_value(serde_json::Value::String(code.to_string()))
         .map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, Type::Text, Box::new(e)))
-}
-
-pub(super) fn conversion_error(idx: usize, message: String) -> rusqlite::Error {
-    rusqlite::Error::FromSqlConversionFailure(idx, Type::Text, message.into())
 }

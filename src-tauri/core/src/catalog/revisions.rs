@@ -8,9 +8,8 @@
 
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
-use super::queries::{
-    attempt_of, conversion_error, get_product, insert_revision, json_column, refuse_invalid, ListingColumns,
-};
+use super::columns::{conversion_error, json_column};
+use super::queries::{attempt_of, get_product, insert_revision, refuse_invalid, ListingColumns};
 use super::records::*;
 use super::CatalogError;
 use crate::product::{diff, Product};

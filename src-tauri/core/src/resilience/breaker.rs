@@ -11,10 +11,9 @@ use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
 use super::clock::{MonotonicClock, TokioClock};
-use super::config::CircuitBreakerConfig;
+use super::config::{CircuitBreakerConfig, InvalidSetting};
 use super::snapshot::{BreakerEvent, BreakerEventKind, BreakerSnapshot, BreakerState, HalfOpenProgress, OpenTiming};
-use super::window::{RecordedCall, Evaluation, Metrics};
-use crate::config::ConfigError;
+use super::window::{Evaluation, Metrics, RecordedCall};
 
 /// How many events [`CircuitBreaker::recent_events`] keeps (Spring's actuator shows 100).
 pub const RECENT_EVENTS: usize = 100;
@@ -185,7 +184,7 @@ enum TimerKind {
 
 impl CircuitBreaker {
     /// A breaker on tokio's clock, with the system clock for wall-clock times.
-    pub fn new(name: impl Into<String>, config: CircuitBreakerConfig) -> Result<Self, ConfigError> {
+    pub fn new(name: impl Into<String>, config: CircuitBreakerConfig) -> Result<Self, InvalidSetting> {
         Self::with_clock(name, config, Arc::new(TokioClock), SystemTime::now())
     }
 
@@ -196,7 +195,7 @@ impl CircuitBreaker {
         config: CircuitBreakerConfig,
         clock: Arc<dyn MonotonicClock>,
         wall_now: SystemTime,
-    ) -> Result<Self, ConfigError> {
+    ) -> Result<Self, InvalidSetting> {
         config.validate()?;
         let origin = clock.now();
         let metrics = Metrics::for_closed(&config, 0);

@@ -1,12 +1,40 @@
-//! The circuit breaker's settings: Resilience4j's names in snake_case, the product's seed values as
-//! defaults, durations as humantime strings (`"15s"`).
+//! The stack's settings, one struct per layer: Resilience4j's names in snake_case, the product's
+//! seed values as defaults, durations as humantime strings (`"15s"`). A value out of range is an
+//! [`InvalidSetting`] that names its key.
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use crate::config::ConfigError;
+use crate::error::{Coded, ErrorCode};
+
+/// A setting out of range. `key` is the config file's name for it: `section.key`
+/// (`bulkhead.max_concurrent_calls`), or the bare key when a [`CircuitBreakerConfig`] is checked
+/// on its own.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid setting {key}: {message}")]
+pub struct InvalidSetting {
+    pub key: String,
+    pub message: String,
+}
+
+impl InvalidSetting {
+    pub fn new(key: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { key: key.into(), message: message.into() }
+    }
+
+    /// The same error, its key prefixed with the section it belongs to.
+    fn in_section(self, section: &str) -> Self {
+        Self { key: format!("{section}.{}", self.key), ..self }
+    }
+}
+
+impl Coded for InvalidSetting {
+    fn code(&self) -> ErrorCode {
+        ErrorCode::Config
+    }
+}
 
 /// How the closed-state window is measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, TS)]
@@ -75,8 +103,8 @@ impl Default for CircuitBreakerConfig {
 
 impl CircuitBreakerConfig {
     /// Checks the ranges Resilience4j's builder checks; the error names the key.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        let invalid = |key: &str, message: &str| Err(ConfigError::Invalid { key: key.into(), message: message.into() });
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
+        let invalid = |key: &str, message: &str| Err(InvalidSetting::new(key, message));
         for (key, value) in [
             ("failure_rate_threshold", self.failure_rate_threshold),
             ("slow_call_rate_threshold", self.slow_call_rate_threshold),
@@ -110,5 +138,114 @@ impl CircuitBreakerConfig {
             SlidingWindowType::CountBased => self.minimum_number_of_calls.min(self.sliding_window_size),
             SlidingWindowType::TimeBased => self.minimum_number_of_calls,
         }
+    }
+}
+
+/// `[bulkhead]`: how many Gemini calls run at once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(deny_unknown_fields, default)]
+#[ts(export)]
+pub struct BulkheadConfig {
+    pub max_concurrent_calls: u32,
+    /// How long a call may wait for a free slot; 0 rejects at once with `bulkhead_full`.
+    #[serde(with = "humantime_serde")]
+    #[ts(type = "string")]
+    pub max_wait_duration: Duration,
+}
+
+impl Default for BulkheadConfig {
+    fn default() -> Self {
+        Self { max_concurrent_calls: 10, max_wait_duration: Duration::ZERO }
+    }
+}
+
+/// `[time_limiter]`: the longest one attempt may take.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(deny_unknown_fields, default)]
+#[ts(export)]
+pub struct TimeLimiterConfig {
+    #[serde(with = "humantime_serde")]
+    #[ts(type = "string")]
+    pub timeout_duration: Duration,
+}
+
+impl Default for TimeLimiterConfig {
+    fn default() -> Self {
+        Self { timeout_duration: Duration::from_secs(30) }
+    }
+}
+
+/// `[retry]`: attempts (the first call included) and the backoff between them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(deny_unknown_fields, default)]
+#[ts(export)]
+pub struct RetryConfig {
+    pub max_attempts: u32,
+    /// The first backoff; it doubles (with jitter) for each further retry.
+    #[serde(with = "humantime_serde")]
+    #[ts(type = "string")]
+    pub wait_duration: Duration,
+    /// The longest wait between two attempts; a server asking for longer fails the call at once.
+    #[serde(with = "humantime_serde")]
+    #[ts(type = "string")]
+    pub max_wait: Duration,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        Self { max_attempts: 3, wait_duration: Duration::from_millis(500), max_wait: Duration::from_secs(60) }
+    }
+}
+
+/// `[rate_limiter]`: at most `limit_for_period` calls per `limit_refresh_period`, when enabled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(deny_unknown_fields, default)]
+#[ts(export)]
+pub struct RateLimiterConfig {
+    pub enabled: bool,
+    pub limit_for_period: u32,
+    #[serde(with = "humantime_serde")]
+    #[ts(type = "string")]
+    pub limit_refresh_period: Duration,
+}
+
+impl Default for RateLimiterConfig {
+    fn default() -> Self {
+        Self { enabled: false, limit_for_period: 10, limit_refresh_period: Duration::from_secs(60) }
+    }
+}
+
+/// Every layer's settings; each is a top-level section of the config file.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct ResilienceConfig {
+    pub circuit_breaker: CircuitBreakerConfig,
+    pub bulkhead: BulkheadConfig,
+    pub time_limiter: TimeLimiterConfig,
+    pub retry: RetryConfig,
+    pub rate_limiter: RateLimiterConfig,
+}
+
+impl ResilienceConfig {
+    /// Checks every layer; the error names the key.
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
+        let invalid = |key: &str, message: &str| Err(InvalidSetting::new(key, message));
+        self.circuit_breaker.validate().map_err(|e| e.in_section("circuit_breaker"))?;
+        if self.bulkhead.max_concurrent_calls == 0 {
+            return invalid("bulkhead.max_concurrent_calls", "must be at least 1");
+        }
+        if self.time_limiter.timeout_duration.is_zero() {
+            return invalid("time_limiter.timeout_duration", "must be longer than zero");
+        }
+        if self.retry.max_attempts == 0 {
+            return invalid("retry.max_attempts", "must be at least 1 (the first call counts)");
+        }
+        if self.rate_limiter.limit_for_period == 0 {
+            return invalid("rate_limiter.limit_for_period", "must be at least 1");
+        }
+        if self.rate_limiter.limit_refresh_period.is_zero() {
+            return invalid("rate_limiter.limit_refresh_period", "must be longer than zero");
+        }
+        Ok(())
     }
 }

@@ -2,9 +2,9 @@
 //!
 //! Why our own: no Rust crate has these semantics (tower-resilience keeps a running total instead
 //! of a sliding window and closes half-open after N successes; recloser and failsafe do not limit
-//! half-open calls). The resilience spec (`specs/resilience.md`) is the binding description, read off
-//! Resilience4j 2.x (`CircuitBreakerStateMachine`, `CircuitBreakerMetrics`,
-//! `FixedSizeSlidingWindowMetrics`, `SlidingTimeWindowMetrics`). In short:
+//! half-open calls). The semantics are read off Resilience4j 2.x (`CircuitBreakerStateMachine`,
+//! `CircuitBreakerMetrics`, `FixedSizeSlidingWindowMetrics`, `SlidingTimeWindowMetrics`); the
+//! tests in `tests/breaker.rs` pin them down scenario by scenario. In short:
 //!
 //! - **Windows** keep individual outcomes: count_based is a ring of the last N calls, time_based a
 //!   ring of N one-second buckets. Rates are −1 while buffered calls < minimum_number_of_calls
@@ -25,13 +25,16 @@
 //!   reset, starts fresh metrics. Moving to the current state publishes nothing.
 //!
 //! Time is injected ([`MonotonicClock`]); tests step through "wait 15 s, then half-open" in microseconds with
-//! [`ManualClock`] or tokio's paused clock. Not wired into the app yet.
+//! [`ManualClock`] or tokio's paused clock.
 //!
 //! The breaker is one layer of [`ResilienceStack`] (`stack.rs`): Retry, CircuitBreaker,
-//! RateLimiter, TimeLimiter, Bulkhead, from the outside in.
+//! RateLimiter, TimeLimiter, Bulkhead, from the outside in. The app and the CLI share one stack.
 //!
-//! Files: `config.rs` (settings), `window.rs` (sliding windows and rates), `breaker.rs` (the state
-//! machine, permits, events), `snapshot.rs` (what the UI reads), `clock.rs`.
+//! Files: `config.rs` (every layer's settings, [`ResilienceConfig`], and [`InvalidSetting`], the
+//! error for a value out of range), `window.rs` (sliding windows and rates), `breaker.rs` (the state
+//! machine, permits, events), `snapshot.rs` (what the UI reads), `clock.rs`, `stack.rs` (the layers
+//! around the breaker). The module depends on `crate::error` only; `crate::config` holds a
+//! [`ResilienceConfig`] and wraps [`InvalidSetting`], never the other way round.
 
 mod breaker;
 mod clock;
@@ -41,11 +44,14 @@ mod stack;
 mod window;
 
 pub use breaker::{CallError, CircuitBreaker, IllegalTransition, NotPermitted, Outcome, Permit, RECENT_EVENTS};
-pub use clock::{MonotonicClock, ManualClock, TokioClock};
-pub use config::{CircuitBreakerConfig, SlidingWindowType};
+pub use clock::{ManualClock, MonotonicClock, TokioClock};
+pub use config::{
+    BulkheadConfig, CircuitBreakerConfig, InvalidSetting, RateLimiterConfig, ResilienceConfig, RetryConfig,
+    SlidingWindowType, TimeLimiterConfig,
+};
 pub use snapshot::{BreakerEvent, BreakerEventKind, BreakerSnapshot, BreakerState, HalfOpenProgress, OpenTiming};
 pub use stack::{
-    BulkheadConfig, BulkheadSnapshot, RateLimiterConfig, RateLimiterSnapshot, ResilienceConfig, ResilienceSnapshot,
-    ResilienceStack, RetryConfig, RetrySnapshot, SlotPolicy, StackError, TimeLimiterConfig, Verdict,
+    BulkheadSnapshot, RateLimiterSnapshot, ResilienceSnapshot, ResilienceStack, RetrySnapshot, SlotPolicy, StackError,
+    Verdict,
 };
 pub use window::{BucketSummary, RecordedCall};

@@ -29,117 +29,8 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{watch, Semaphore};
 use ts_rs::TS;
 
-use super::{BreakerEvent, BreakerSnapshot, CircuitBreaker, CircuitBreakerConfig, NotPermitted, Outcome};
-use crate::config::ConfigError;
-
-/// `[bulkhead]`: how many Gemini calls run at once.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-#[serde(deny_unknown_fields, default)]
-#[ts(export)]
-pub struct BulkheadConfig {
-    pub max_concurrent_calls: u32,
-    /// How long a call may wait for a free slot; 0 rejects at once with `bulkhead_full`.
-    #[serde(with = "humantime_serde")]
-    #[ts(type = "string")]
-    pub max_wait_duration: Duration,
-}
-
-impl Default for BulkheadConfig {
-    fn default() -> Self {
-        Self { max_concurrent_calls: 10, max_wait_duration: Duration::ZERO }
-    }
-}
-
-/// `[time_limiter]`: the longest one attempt may take.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-#[serde(deny_unknown_fields, default)]
-#[ts(export)]
-pub struct TimeLimiterConfig {
-    #[serde(with = "humantime_serde")]
-    #[ts(type = "string")]
-    pub timeout_duration: Duration,
-}
-
-impl Default for TimeLimiterConfig {
-    fn default() -> Self {
-        Self { timeout_duration: Duration::from_secs(30) }
-    }
-}
-
-/// `[retry]`: attempts (the first call included) and the backoff between them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-#[serde(deny_unknown_fields, default)]
-#[ts(export)]
-pub struct RetryConfig {
-    pub max_attempts: u32,
-    /// The first backoff; it doubles (with jitter) for each further retry.
-    #[serde(with = "humantime_serde")]
-    #[ts(type = "string")]
-    pub wait_duration: Duration,
-    /// The longest wait between two attempts; a server asking for longer fails the call at once.
-    #[serde(with = "humantime_serde")]
-    #[ts(type = "string")]
-    pub max_wait: Duration,
-}
-
-impl Default for RetryConfig {
-    fn default() -> Self {
-        Self { max_attempts: 3, wait_duration: Duration::from_millis(500), max_wait: Duration::from_secs(60) }
-    }
-}
-
-/// `[rate_limiter]`: at most `limit_for_period` calls per `limit_refresh_period`, when enabled.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-#[serde(deny_unknown_fields, default)]
-#[ts(export)]
-pub struct RateLimiterConfig {
-    pub enabled: bool,
-    pub limit_for_period: u32,
-    #[serde(with = "humantime_serde")]
-    #[ts(type = "string")]
-    pub limit_refresh_period: Duration,
-}
-
-impl Default for RateLimiterConfig {
-    fn default() -> Self {
-        Self { enabled: false, limit_for_period: 10, limit_refresh_period: Duration::from_secs(60) }
-    }
-}
-
-/// Every layer's settings; each is a top-level section of the config file.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, TS)]
-#[ts(export)]
-pub struct ResilienceConfig {
-    pub circuit_breaker: CircuitBreakerConfig,
-    pub bulkhead: BulkheadConfig,
-    pub time_limiter: TimeLimiterConfig,
-    pub retry: RetryConfig,
-    pub rate_limiter: RateLimiterConfig,
-}
-
-impl ResilienceConfig {
-    /// Checks every layer; the error names the key.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        let invalid = |key: &str, message: &str| Err(ConfigError::Invalid { key: key.into(), message: message.into() });
-        self.circuit_breaker.validate()?;
-        if self.bulkhead.max_concurrent_calls == 0 {
-            return invalid("bulkhead.max_concurrent_calls", "must be at least 1");
-        }
-        if self.time_limiter.timeout_duration.is_zero() {
-            return invalid("time_limiter.timeout_duration", "must be longer than zero");
-        }
-        if self.retry.max_attempts == 0 {
-            return invalid("retry.max_attempts", "must be at least 1 (the first call counts)");
-        }
-        if self.rate_limiter.limit_for_period == 0 {
-            return invalid("rate_limiter.limit_for_period", "must be at least 1");
-        }
-        if self.rate_limiter.limit_refresh_period.is_zero() {
-            return invalid("rate_limiter.limit_refresh_period", "must be longer than zero");
-        }
-        Ok(())
-    }
-}
+use super::config::{InvalidSetting, RateLimiterConfig, ResilienceConfig};
+use super::{BreakerEvent, BreakerSnapshot, CircuitBreaker, NotPermitted, Outcome};
 
 /// How an error of the wrapped call counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -276,7 +167,7 @@ struct Counters {
 
 impl ResilienceStack {
     /// Builds the stack named `name` (the breaker's name) from validated settings.
-    pub fn new(name: &str, config: ResilienceConfig) -> Result<Self, ConfigError> {
+    pub fn new(name: &str, config: ResilienceConfig) -> Result<Self, InvalidSetting> {
         config.validate()?;
         let breaker = CircuitBreaker::new(name, config.circuit_breaker.clone())?;
         let limiter = config.rate_limiter.enabled.then(|| governor_for(&config.rate_limiter));

@@ -1,0 +1,40 @@
+//! Conversions between SQLite columns and Rust values, shared by the modules that hold SQL
+//! (`queries`, `listing`, `revisions`). It uses none of them.
+
+use base64::Engine as _;
+use rusqlite::types::Type;
+use rusqlite::Row;
+use serde::de::DeserializeOwned;
+
+use super::error::CatalogError;
+
+/// A `u64` as an INTEGER parameter; one that does not fit is `Invalid`, naming `field`.
+pub(super) fn to_i64(field: &str, value: u64) -> Result<i64, CatalogError> {
+    i64::try_from(value).map_err(|_| CatalogError::invalid(field, format!("{value} is too large")))
+}
+
+/// A non-negative INTEGER column (rusqlite reads `u64` only with a feature we do not need).
+pub(super) fn get_u64(row: &Row<'_>, idx: usize) -> rusqlite::Result<u64> {
+    let value: i64 = row.get(idx)?;
+    u64::try_from(value).map_err(|_| rusqlite::Error::IntegralValueOutOfRange(idx, value))
+}
+
+/// A nullable JSON text column, parsed.
+pub(super) fn json_column<T: DeserializeOwned>(row: &Row<'_>, idx: usize) -> rusqlite::Result<Option<T>> {
+    match row.get_ref(idx)?.as_str_or_null()? {
+        None => Ok(None),
+        Some(text) => serde_json::from_str(text)
+            .map(Some)
+            .map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, Type::Text, Box::new(e))),
+    }
+}
+
+/// `data:image/jpeg;base64,…` for an `<img src>`.
+pub(crate) fn thumbnail_url(jpeg: &[u8]) -> String {
+    format!("data:image/jpeg;base64,{}", base64::engine::general_purpose::STANDARD.encode(jpeg))
+}
+
+/// A text column holding a value it may not hold (an unknown enum name).
+pub(super) fn conversion_error(idx: usize, message: String) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(idx, Type::Text, message.into())
+}
