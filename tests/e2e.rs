@@ -255,7 +255,7 @@ async fn newcomer_demo_drop_review_save_list() {
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs a display, tauri-driver and WebKitWebDriver: make test-e2e"]
 async fn breaker_opens_then_probes_and_closes() {
-    use pe_core::fake_gemini::{Behavior, FakeGemini, FakeOptions};
+    use fake_gemini::{Behavior, FakeGemini, FakeOptions};
 
     let fake = FakeGemini::start(FakeOptions { default_behavior: Behavior::Unavailable, ..FakeOptions::default() })
         .await
@@ -462,7 +462,7 @@ async fn import_a_dropped_folder_and_review_with_the_keyboard() {
     const PHOTOS: u64 = 40;
     for i in 0..PHOTOS {
         let dir = if i % 3 == 0 { shoot.join("day2") } else { shoot.clone() };
-        let photo = pe_core::fake_gemini::photos::sample_jpeg(100 + i, 640, 480, 85);
+        let photo = fake_gemini::photos::sample_jpeg(100 + i, 640, 480, 85);
         std::fs::write(dir.join(format!("photo-{i}.jpg")), photo).unwrap();
     }
     std::fs::write(shoot.join("notes.txt"), b"not a photo").unwrap();

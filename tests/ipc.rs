@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pe_core::fake_gemini::{FakeGemini, FakeOptions};
+use fake_gemini::{FakeGemini, FakeOptions};
 use product_extractor_lib::state::{AppState, Env, Paths};
 use serde_json::{json, Value};
 use tauri::ipc::{CallbackFn, InvokeBody};
@@ -247,7 +247,7 @@ fn the_app_resumes_an_unfinished_import_at_start() {
     let photos = dir.path().join("photos");
     std::fs::create_dir_all(&photos).unwrap();
     for i in 0..2 {
-        let jpeg = pe_core::fake_gemini::photos::sample_jpeg(900 + i, 320, 240, 85);
+        let jpeg = fake_gemini::photos::sample_jpeg(900 + i, 320, 240, 85);
         std::fs::write(photos.join(format!("p{i}.jpg")), jpeg).unwrap();
     }
     {

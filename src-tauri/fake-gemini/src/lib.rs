@@ -1,5 +1,10 @@
-//! A local server that behaves like the Gemini REST API (see `gemini-api.md`), for tests and the
-//! app's demo mode. It is library code: demo mode starts it in-process.
+//! A local server that behaves like the Gemini REST API (see `gemini-api.md`), for tests, the
+//! benchmarks and the app's demo mode. It is its own crate so that the production core
+//! (`pe_core`) carries no server: the core's tests and benches dev-depend on it, and the app
+//! depends on it because demo mode starts it in-process.
+//!
+//! It does not depend on the core: it speaks the wire format (JSON values), and the product it
+//! answers with is shaped by the `responseJsonSchema` the client sends, not by the core's types.
 //!
 //! - Bound to `127.0.0.1:0` (never anything else); [`FakeGemini::base_url`] gives the address.
 //! - Validates like the real API: the path and method, the key (`x-goog-api-key` header, or the
