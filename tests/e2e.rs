@@ -195,11 +195,10 @@ async fn newcomer_demo_drop_review_save_list() {
     wait_for(&c, "#review", long).await;
     let name = wait_for(&c, "#field-name", long).await;
     let proposed = name.prop("value").await.unwrap().unwrap_or_default();
-    assert!(!proposed.trim().is_empty(), "the proposal has a name");
+    assert_eq!(proposed, "Crunchy Oat Bars", "the demo reads its own sample photo");
     name.clear().await.unwrap();
     name.send_keys("E2E Reviewed Granola").await.unwrap();
-    // A valid GTIN, whatever the demo proposed (one demo answer carries a wrong check digit,
-    // which rightly blocks Save).
+    // The reviewer types the GTIN printed on the box (the demo proposed the same digits).
     let gtin = wait_for(&c, "#field-gtin", long).await;
     gtin.clear().await.unwrap();
     gtin.send_keys("4006381333931").await.unwrap();

@@ -13,12 +13,15 @@
 //!   data's MIME type and base64, and the 20 MB request limit. Errors use the real envelopes.
 //! - Answers `generateContent` according to a [`Behavior`]: scripted ones ([`FakeGemini::push`])
 //!   are used in order, then the default. The product answer fits the `responseJsonSchema` the
-//!   client sent, filled from six built-in products chosen by hashing the image bytes.
+//!   client sent, filled with what the photo shows for the demo's own photos (recognized by the
+//!   SHA-256 of the prepared image, [`demo_photos`]), else with one of six built-in products chosen
+//!   by hashing the image bytes, whose name and description say it was invented ([`products`]).
 //! - Records every request (at most [`MAX_RECORDED`], oldest dropped) with the key redacted, and
 //!   tracks how many `generateContent` calls ran at once.
 //! - Logs nothing that includes a key. Dropping it or [`FakeGemini::shutdown`] stops it; hanging
 //!   and stalled answers end at shutdown.
 
+pub mod demo_photos;
 pub mod photos;
 pub mod products;
 pub mod validate;
