@@ -202,7 +202,13 @@ async fn newcomer_demo_drop_review_save_list() {
     let gtin = wait_for(&c, "#field-gtin", long).await;
     gtin.clear().await.unwrap();
     gtin.send_keys("4006381333931").await.unwrap();
-    wait_for(&c, "#raw-toggle", long).await.click().await.unwrap();
+    // The proposal fills the form (three attributes), so the raw toggle is below the fold of the
+    // form's scrolling pane: scroll to it, as the reviewer would.
+    let raw = wait_for(&c, "#raw-toggle", long).await;
+    c.execute("arguments[0].scrollIntoView({block: 'center'});", vec![serde_json::to_value(&raw).unwrap()])
+        .await
+        .unwrap();
+    raw.click().await.unwrap();
     wait_text(&c, "#raw-json", "candidates", long).await;
     screenshot(&c, "3-review").await;
     wait_for(&c, "#save-product:not([disabled])", long).await.click().await.unwrap();
