@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use pe_core::fake_gemini::{Behavior, FakeGemini, FakeOptions};
+use fake_gemini::{Behavior, FakeGemini, FakeOptions};
 use serde_json::Value;
 
 fn fixture() -> PathBuf {
@@ -255,7 +255,7 @@ fn photos(dir: &Path, n: u64, seed: u64) -> Vec<PathBuf> {
     (0..n)
         .map(|i| {
             let path = dir.join(format!("photo-{i:02}.jpg"));
-            std::fs::write(&path, pe_core::fake_gemini::photos::sample_jpeg(seed + i, 320, 240, 85)).unwrap();
+            std::fs::write(&path, fake_gemini::photos::sample_jpeg(seed + i, 320, 240, 85)).unwrap();
             path
         })
         .collect()

@@ -195,15 +195,20 @@ async fn newcomer_demo_drop_review_save_list() {
     wait_for(&c, "#review", long).await;
     let name = wait_for(&c, "#field-name", long).await;
     let proposed = name.prop("value").await.unwrap().unwrap_or_default();
-    assert!(!proposed.trim().is_empty(), "the proposal has a name");
+    assert_eq!(proposed, "Crunchy Oat Bars", "the demo reads its own sample photo");
     name.clear().await.unwrap();
     name.send_keys("E2E Reviewed Granola").await.unwrap();
-    // A valid GTIN, whatever the demo proposed (one demo answer carries a wrong check digit,
-    // which rightly blocks Save).
+    // The reviewer types the GTIN printed on the box (the demo proposed the same digits).
     let gtin = wait_for(&c, "#field-gtin", long).await;
     gtin.clear().await.unwrap();
     gtin.send_keys("4006381333931").await.unwrap();
-    wait_for(&c, "#raw-toggle", long).await.click().await.unwrap();
+    // The proposal fills the form (three attributes), so the raw toggle is below the fold of the
+    // form's scrolling pane: scroll to it, as the reviewer would.
+    let raw = wait_for(&c, "#raw-toggle", long).await;
+    c.execute("arguments[0].scrollIntoView({block: 'center'});", vec![serde_json::to_value(&raw).unwrap()])
+        .await
+        .unwrap();
+    raw.click().await.unwrap();
     wait_text(&c, "#raw-json", "candidates", long).await;
     screenshot(&c, "3-review").await;
     wait_for(&c, "#save-product:not([disabled])", long).await.click().await.unwrap();
@@ -255,7 +260,7 @@ async fn newcomer_demo_drop_review_save_list() {
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs a display, tauri-driver and WebKitWebDriver: make test-e2e"]
 async fn breaker_opens_then_probes_and_closes() {
-    use pe_core::fake_gemini::{Behavior, FakeGemini, FakeOptions};
+    use fake_gemini::{Behavior, FakeGemini, FakeOptions};
 
     let fake = FakeGemini::start(FakeOptions { default_behavior: Behavior::Unavailable, ..FakeOptions::default() })
         .await
@@ -462,7 +467,7 @@ async fn import_a_dropped_folder_and_review_with_the_keyboard() {
     const PHOTOS: u64 = 40;
     for i in 0..PHOTOS {
         let dir = if i % 3 == 0 { shoot.join("day2") } else { shoot.clone() };
-        let photo = pe_core::fake_gemini::photos::sample_jpeg(100 + i, 640, 480, 85);
+        let photo = fake_gemini::photos::sample_jpeg(100 + i, 640, 480, 85);
         std::fs::write(dir.join(format!("photo-{i}.jpg")), photo).unwrap();
     }
     std::fs::write(shoot.join("notes.txt"), b"not a photo").unwrap();

@@ -10,9 +10,9 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use fake_gemini::photos::sample_jpeg;
+use fake_gemini::{Behavior, FakeGemini, FakeOptions};
 use pe_core::catalog::Catalog;
-use pe_core::fake_gemini::photos::sample_jpeg;
-use pe_core::fake_gemini::{Behavior, FakeGemini, FakeOptions};
 use tokio::process::Command;
 
 const PHOTOS: u64 = 200;

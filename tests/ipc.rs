@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pe_core::fake_gemini::{FakeGemini, FakeOptions};
+use fake_gemini::{FakeGemini, FakeOptions};
 use product_extractor_lib::state::{AppState, Env, Paths};
 use serde_json::{json, Value};
 use tauri::ipc::{CallbackFn, InvokeBody};
@@ -174,6 +174,46 @@ fn demo_mode_extract_review_save_list() {
     assert_eq!(status["api_key"]["configured"], false);
 }
 
+/// The proposal of the first attempt for `photo_id`, once there is one.
+fn wait_for_proposal(app: &App<MockRuntime>, photo_id: i64) -> pe_core::product::Product {
+    let state = app.state::<AppState>();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let attempts = tauri::async_runtime::block_on(state.catalog().attempts(photo_id)).unwrap_or_default();
+        if let Some(a) = attempts.first() {
+            return a.proposal.clone().unwrap_or_else(|| panic!("the attempt failed: {a:?}"));
+        }
+        assert!(Instant::now() < deadline, "no extraction attempt was recorded for photo {photo_id}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The demo tells the truth: its own sample photo extracts to what the photo shows, and any
+/// other photo to an answer that says, in the name and description the review shows, that the
+/// demo invented it.
+#[test]
+fn demo_mode_reads_its_sample_photo_and_says_when_it_invents() {
+    let dir = tempfile::tempdir().unwrap();
+    let (app, webview) = app(dir.path(), env_of(&[]));
+    invoke(&webview, "set_demo_mode", json!({"enabled": true})).unwrap();
+
+    invoke(&webview, "extract_photos", json!({"paths": [fixture()], "onEvent": "__CHANNEL__:7"})).unwrap();
+    let sample = wait_for_proposal(&app, 1);
+    assert_eq!((sample.name.as_str(), sample.brand.as_deref()), ("Crunchy Oat Bars", Some("ACME")));
+    assert_eq!(sample.gtin.as_deref(), Some("4006381333931"));
+    let net = sample.net_content.as_ref().map(|n| (n.value, n.unit.as_str()));
+    assert_eq!(net, Some((210.0, "g")));
+    assert!(sample.validate().is_empty(), "{:?}", sample.validate());
+
+    let mine = dir.path().join("my-photo.jpg");
+    std::fs::write(&mine, fake_gemini::photos::sample_jpeg(4242, 640, 480, 85)).unwrap();
+    invoke(&webview, "extract_photos", json!({"paths": [mine], "onEvent": "__CHANNEL__:8"})).unwrap();
+    let invented = wait_for_proposal(&app, 2);
+    assert!(invented.name.ends_with("(invented by the demo)"), "{invented:?}");
+    let description = invented.description.unwrap_or_default();
+    assert!(description.starts_with("Invented by the demo: this photo is not one of the demo's sample photos"));
+}
+
 #[test]
 fn test_connection_against_the_fake() {
     let dir = tempfile::tempdir().unwrap();
@@ -247,7 +287,7 @@ fn the_app_resumes_an_unfinished_import_at_start() {
     let photos = dir.path().join("photos");
     std::fs::create_dir_all(&photos).unwrap();
     for i in 0..2 {
-        let jpeg = pe_core::fake_gemini::photos::sample_jpeg(900 + i, 320, 240, 85);
+        let jpeg = fake_gemini::photos::sample_jpeg(900 + i, 320, 240, 85);
         std::fs::write(photos.join(format!("p{i}.jpg")), jpeg).unwrap();
     }
     {

@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use fake_gemini::{Behavior, FakeGemini, FakeOptions};
 use pe_core::catalog::Catalog;
 use pe_core::config::{ApiKey, Config, ENV_API_KEY};
-use pe_core::fake_gemini::{Behavior, FakeGemini, FakeOptions};
 use pe_core::gemini::GeminiClient;
 use pe_core::import::{ImportOptions, ImportQueue};
 use pe_core::pipeline::{system_clock, Pipeline, UnixClock};

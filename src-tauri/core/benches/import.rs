@@ -22,10 +22,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use fake_gemini::photos::sample_jpeg;
+use fake_gemini::{FakeGemini, FakeOptions};
 use pe_core::catalog::Catalog;
 use pe_core::config::{ApiKey, GeminiConfig, ImageConfig};
-use pe_core::fake_gemini::photos::sample_jpeg;
-use pe_core::fake_gemini::{FakeGemini, FakeOptions};
 use pe_core::gemini::GeminiClient;
 use pe_core::import::{EnqueueOptions, ImportOptions, ImportQueue};
 use pe_core::pipeline::{system_clock, Pipeline};

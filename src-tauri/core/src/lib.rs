@@ -14,16 +14,15 @@
 //! - [`import`] is the bulk-import queue: the pipeline's steps for many photos at once, in SQLite,
 //!   resumable after a crash, as fast as the bulkhead allows, pausing while the breaker is open.
 //! - [`resilience`] is the circuit breaker for calls to Gemini, with Resilience4j's semantics.
-//! - [`fake_gemini`] is a local server that behaves like the real API, for tests and demo mode.
 //! - [`config`] and [`error`] are shared by all of them; [`memory`] is the allocator setting the
 //!   app applies at startup so that a long import's memory stays flat.
 //!
-//! This crate never depends on tauri.
+//! This crate never depends on tauri, nor carries the fake Gemini server: that is the `fake-gemini`
+//! crate (src-tauri/fake-gemini), which the tests, the benchmarks and the app's demo mode use.
 
 pub mod catalog;
 pub mod config;
 pub mod error;
-pub mod fake_gemini;
 pub mod gemini;
 pub mod import;
 pub mod intake;

@@ -3,8 +3,8 @@
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
+use fake_gemini::{products, validate, Behavior, FakeGemini, FakeOptions};
 use pe_core::config::{ApiKey, GeminiConfig};
-use pe_core::fake_gemini::{products, validate, Behavior, FakeGemini, FakeOptions};
 use pe_core::gemini::{GeminiClient, GeminiError, TimeoutKind, Usage};
 use pe_core::{product, Coded, ErrorCode, ErrorReport};
 use serde_json::json;

@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use fake_gemini::photos::sample_jpeg;
+use fake_gemini::{Behavior, FakeGemini, FakeOptions};
 use pe_core::catalog::{AttemptOutcome, Catalog, NewAttempt, SaveProduct};
 use pe_core::config::{ApiKey, GeminiConfig, ImageConfig};
-use pe_core::fake_gemini::photos::sample_jpeg;
-use pe_core::fake_gemini::{Behavior, FakeGemini, FakeOptions};
 use pe_core::gemini::GeminiClient;
 use pe_core::import::*;
 use pe_core::pipeline::{system_clock, Pipeline};

@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use fake_gemini::{Behavior, FakeGemini, FakeOptions};
 use pe_core::catalog::{AttemptOutcomeKind, Catalog};
 use pe_core::config::{ApiKey, GeminiConfig, ImageConfig};
-use pe_core::fake_gemini::{Behavior, FakeGemini, FakeOptions};
 use pe_core::gemini::GeminiClient;
 use pe_core::pipeline::{Pipeline, SaveError, Stage, UnixClock};
 use pe_core::product::Product;

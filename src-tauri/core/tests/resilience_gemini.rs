@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use fake_gemini::{Behavior, FakeGemini, FakeOptions};
 use pe_core::config::{ApiKey, GeminiConfig, ImageConfig};
-use pe_core::fake_gemini::{Behavior, FakeGemini, FakeOptions};
 use pe_core::gemini::{GeminiClient, GeminiError, GeminiExtraction};
 use pe_core::resilience::{BreakerEventKind, BreakerState, ResilienceConfig, ResilienceStack, SlotPolicy, StackError};
 use pe_core::{Coded, ErrorCode};

@@ -78,26 +78,3 @@ impl SplitMix {
         (self.next() >> 56) as u8
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::ImageConfig;
-    use crate::import::{dhash_jpeg, NEAR_DUPLICATE_MAX_DISTANCE};
-
-    #[test]
-    fn seeds_give_distinct_photos_that_do_not_look_alike() {
-        assert_eq!(sample_jpeg(7, 64, 48, 80), sample_jpeg(7, 64, 48, 80));
-        let hashes: Vec<u64> = (0..60)
-            .map(|seed| {
-                let prepared = crate::intake::prepare_bytes(&sample_jpeg(seed, 320, 240, 85), &ImageConfig::default());
-                dhash_jpeg(&prepared.unwrap().thumbnail_jpeg).unwrap()
-            })
-            .collect();
-        for (i, a) in hashes.iter().enumerate() {
-            for b in &hashes[i + 1..] {
-                assert!((a ^ b).count_ones() > NEAR_DUPLICATE_MAX_DISTANCE, "{a:016x} vs {b:016x}");
-            }
-        }
-    }
-}

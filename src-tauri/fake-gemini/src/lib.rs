@@ -1,5 +1,10 @@
-//! A local server that behaves like the Gemini REST API (see `gemini-api.md`), for tests and the
-//! app's demo mode. It is library code: demo mode starts it in-process.
+//! A local server that behaves like the Gemini REST API (see `gemini-api.md`), for tests, the
+//! benchmarks and the app's demo mode. It is its own crate so that the production core
+//! (`pe_core`) carries no server: the core's tests and benches dev-depend on it, and the app
+//! depends on it because demo mode starts it in-process.
+//!
+//! It does not depend on the core: it speaks the wire format (JSON values), and the product it
+//! answers with is shaped by the `responseJsonSchema` the client sends, not by the core's types.
 //!
 //! - Bound to `127.0.0.1:0` (never anything else); [`FakeGemini::base_url`] gives the address.
 //! - Validates like the real API: the path and method, the key (`x-goog-api-key` header, or the
@@ -8,12 +13,15 @@
 //!   data's MIME type and base64, and the 20 MB request limit. Errors use the real envelopes.
 //! - Answers `generateContent` according to a [`Behavior`]: scripted ones ([`FakeGemini::push`])
 //!   are used in order, then the default. The product answer fits the `responseJsonSchema` the
-//!   client sent, filled from six built-in products chosen by hashing the image bytes.
+//!   client sent, filled with what the photo shows for the demo's own photos (recognized by the
+//!   SHA-256 of the prepared image, [`demo_photos`]), else with one of six built-in products chosen
+//!   by hashing the image bytes, whose name and description say it was invented ([`products`]).
 //! - Records every request (at most [`MAX_RECORDED`], oldest dropped) with the key redacted, and
 //!   tracks how many `generateContent` calls ran at once.
 //! - Logs nothing that includes a key. Dropping it or [`FakeGemini::shutdown`] stops it; hanging
 //!   and stalled answers end at shutdown.
 
+pub mod demo_photos;
 pub mod photos;
 pub mod products;
 pub mod validate;
