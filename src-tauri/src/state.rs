@@ -13,7 +13,7 @@ use pe_core::config::{ApiKey, Config, ENV_API_KEY};
 use pe_core::fake_gemini::{Behavior, FakeGemini, FakeOptions};
 use pe_core::gemini::GeminiClient;
 use pe_core::import::{ImportOptions, ImportQueue};
-use pe_core::pipeline::{system_clock, UnixClock, Pipeline};
+use pe_core::pipeline::{system_clock, Pipeline, UnixClock};
 use pe_core::resilience::ResilienceStack;
 use pe_core::ErrorReport;
 use tokio::sync::Semaphore;

@@ -28,7 +28,7 @@ use crate::catalog::{
     ProductId, ProductRecord, SaveProduct,
 };
 use crate::config::ImageConfig;
-use crate::error::{Coded, ErrorCode};
+use crate::error::{Coded, ErrorCode, ErrorData};
 use crate::gemini::{GeminiClient, GeminiError, GeminiExtraction, Usage};
 use crate::intake::{self, IntakeError, PreparedImage};
 use crate::product::{FieldFlag, FlagKind, Product};
@@ -127,11 +127,19 @@ impl Coded for ExtractError {
             Self::TimedOut(_) => ErrorCode::Timeout,
         }
     }
+
+    fn data(&self) -> Option<ErrorData> {
+        match self {
+            Self::Catalog(e) => e.data(),
+            _ => None,
+        }
+    }
 }
 
 /// Why a save was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum SaveError {
+    /// The product's flags; at least one is invalid.
     #[error("{}", invalid_message(.0))]
     Invalid(Vec<FieldFlag>),
     #[error(transparent)]
@@ -139,7 +147,8 @@ pub enum SaveError {
 }
 
 fn invalid_message(flags: &[FieldFlag]) -> String {
-    let list: Vec<String> = flags.iter().map(|f| format!("{}: {}", f.field, f.message)).collect();
+    let list: Vec<String> =
+        flags.iter().filter(|f| f.kind == FlagKind::Invalid).map(|f| format!("{}: {}", f.field, f.message)).collect();
     format!("Not saved — fix the highlighted fields first ({}).", list.join("; "))
 }
 
@@ -148,6 +157,13 @@ impl Coded for SaveError {
         match self {
             Self::Invalid(_) => ErrorCode::Validation,
             Self::Catalog(e) => e.code(),
+        }
+    }
+
+    fn data(&self) -> Option<ErrorData> {
+        match self {
+            Self::Invalid(flags) => Some(ErrorData::Validation { flags: flags.clone() }),
+            Self::Catalog(e) => e.data(),
         }
     }
 }
@@ -337,11 +353,11 @@ impl Pipeline {
 /// What the reviewer saves, normalized; refused with the invalid fields' flags.
 pub fn checked_for_save(product: Product) -> Result<Product, SaveError> {
     let product = product.normalized();
-    let invalid: Vec<FieldFlag> = product.validate().into_iter().filter(|f| f.kind == FlagKind::Invalid).collect();
-    if invalid.is_empty() {
+    let flags = product.validate();
+    if flags.iter().all(|f| f.kind != FlagKind::Invalid) {
         Ok(product)
     } else {
-        Err(SaveError::Invalid(invalid))
+        Err(SaveError::Invalid(flags))
     }
 }
 

@@ -206,12 +206,14 @@ pub(crate) fn save_product_in(
 
 /// Refuses a product with invalid fields, naming them (uncertain fields are fine).
 pub(super) fn refuse_invalid(product: &Product) -> Result<(), CatalogError> {
-    let invalid: Vec<_> = product.validate().into_iter().filter(|f| f.kind == FlagKind::Invalid).collect();
+    let flags = product.validate();
+    let invalid: Vec<_> = flags.iter().filter(|f| f.kind == FlagKind::Invalid).collect();
     if invalid.is_empty() {
         return Ok(());
     }
     let message = invalid.iter().map(|f| format!("{}: {}", f.field, f.message)).collect::<Vec<_>>().join("; ");
-    Err(CatalogError::Invalid { fields: invalid.into_iter().map(|f| f.field).collect(), message })
+    let fields = invalid.into_iter().map(|f| f.field.clone()).collect();
+    Err(CatalogError::Invalid { fields, message, flags })
 }
 
 /// The columns of `products` denormalized from the saved product.

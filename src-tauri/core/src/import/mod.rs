@@ -69,7 +69,7 @@ pub use records::*;
 pub use store::ImportStore;
 
 use crate::catalog::{CatalogError, ProductRecord};
-use crate::error::{Coded, ErrorCode};
+use crate::error::{Coded, ErrorCode, ErrorData};
 use crate::pipeline::{Pipeline, SaveError};
 use crate::product::Product;
 use runner::Shared;
@@ -151,6 +151,14 @@ impl Coded for ImportError {
             Self::WrongState { .. } | Self::Busy { .. } => ErrorCode::Conflict,
             Self::Save(e) => e.code(),
             Self::Lock { .. } | Self::Scan(_) => ErrorCode::Io,
+        }
+    }
+
+    fn data(&self) -> Option<ErrorData> {
+        match self {
+            Self::Catalog(e) => e.data(),
+            Self::Save(e) => e.data(),
+            _ => None,
         }
     }
 }

@@ -29,7 +29,7 @@ use super::scan::{self, Scanned};
 use super::store::{self, Claimed, Counted, Finish, ImportStore};
 use super::{ImportError, ImportOptions};
 use crate::error::{Coded, ErrorCode};
-use crate::pipeline::{GeminiOutcome, ExtractError, Pipeline};
+use crate::pipeline::{ExtractError, GeminiOutcome, Pipeline};
 use crate::resilience::{BreakerSnapshot, BreakerState, NotPermitted, ResilienceStack, SlotPolicy};
 
 /// Files per enqueue transaction; the first one is small so the runner starts at once.
