@@ -148,6 +148,8 @@ fn demo_mode_extract_review_save_list() {
     .unwrap_err();
     assert_eq!(invalid["code"], "validation");
     assert!(invalid["message"].as_str().unwrap().contains("gtin"), "{invalid}");
+    assert_eq!(invalid["data"]["kind"], "validation", "{invalid}");
+    assert_eq!(invalid["data"]["flags"][0]["field"], "gtin", "{invalid}");
 
     let saved = invoke(
         &webview,
@@ -313,10 +315,20 @@ fn catalog_edit_history_delete_duplicate_export_backup() {
     let invalid = invoke(
         &webview,
         "update_product",
-        json!({"input": {"id": id, "expected_revision": 2, "product": {"name": "X", "gtin": "123"}, "attempt_id": null}}),
+        json!({"input": {"id": id, "expected_revision": 2, "product": {"name": "X", "gtin": "123", "uncertain_fields": ["brand"]}, "attempt_id": null}}),
     )
     .unwrap_err();
     assert_eq!(invalid["code"], "validation");
+    // The refusal carries the product's flags as data: the invalid one, and the unsure one too.
+    let flags: Vec<(&str, &str)> = invalid["data"]["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["field"].as_str().unwrap(), f["kind"].as_str().unwrap()))
+        .collect();
+    assert_eq!(flags, [("gtin", "invalid"), ("brand", "uncertain")], "{invalid}");
+    let stale_has_no_data = edit(1, "Again").unwrap_err();
+    assert_eq!(stale_has_no_data.get("data"), None, "{stale_has_no_data}");
 
     let history = invoke(&webview, "product_history", json!({"id": id})).unwrap();
     assert_eq!(history.as_array().unwrap().len(), 2, "{history}");
@@ -351,4 +363,50 @@ fn catalog_edit_history_delete_duplicate_export_backup() {
     let restored = invoke(&webview, "restore_catalog", json!({"path": backup_path.to_string_lossy()})).unwrap();
     assert_eq!(restored["products"], 2, "{restored}");
     assert_eq!(invoke(&webview, "query_products", json!({"query": {}})).unwrap()["total"], 2);
+}
+
+#[test]
+fn take_fields_merges_a_reextract_like_the_diff_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_app, webview) = app(dir.path(), env_of(&[]));
+    let saved = json!({"name": "Oat", "brand": "Oatly", "attributes": [{"name": "Flavor", "value": "Plain"}]});
+    let proposal = json!({"name": "Oat Drink", "attributes": [{"name": "Flavor", "value": "Vanilla"}, {"name": "Flavor", "value": "Oat"}]});
+    let merged = invoke(
+        &webview,
+        "take_fields",
+        json!({"saved": saved, "proposal": proposal, "fields": ["name", "attributes.Flavor"]}),
+    )
+    .unwrap();
+    assert_eq!(merged["name"], "Oat Drink");
+    assert_eq!(merged["brand"], "Oatly");
+    assert_eq!(
+        merged["attributes"],
+        json!([{"name": "Flavor", "value": "Vanilla"}, {"name": "Flavor", "value": "Oat"}])
+    );
+    let unknown =
+        invoke(&webview, "take_fields", json!({"saved": saved, "proposal": proposal, "fields": ["nope"]})).unwrap_err();
+    assert_eq!(unknown["code"], "validation", "{unknown}");
+}
+
+/// The UI calls commands only through `ui/src/bindings/commands.ts`: it must hold every
+/// registered command with its argument keys, exactly as the registry generates it now.
+#[test]
+fn the_generated_command_wrappers_hold_every_registered_command() {
+    use product_extractor_lib::bindings::{camel_case, config, generated_files};
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("ui/src/bindings/commands.ts");
+    let on_disk = std::fs::read_to_string(&path).unwrap();
+    let specs = product_extractor_lib::commands::registry(&config());
+    assert!(specs.len() > 30, "{} commands", specs.len());
+    for spec in &specs {
+        let keys: Vec<String> = spec.args.iter().map(|a| camel_case(a.name)).collect();
+        let call = if keys.is_empty() {
+            format!("(\"{}\"),", spec.name)
+        } else {
+            format!("(\"{}\", {{ {} }}),", spec.name, keys.join(", "))
+        };
+        assert!(on_disk.contains(&call), "{} is not in {} as {call}", spec.name, path.display());
+        assert!(on_disk.contains(&format!("  \"{}\",\n", spec.name)), "{} is not in COMMAND_NAMES", spec.name);
+    }
+    let (_, generated) = generated_files().into_iter().find(|(file, _)| *file == "commands.ts").unwrap();
+    assert_eq!(on_disk, generated, "{} is stale: run `cargo test` and commit it", path.display());
 }

@@ -7,7 +7,7 @@ use pe_core::catalog::{
     local_user, BackupSummary, ExportFormat, ExportSummary, Facets, ProductPage, ProductQuery, ProductRecord,
     RestoreSummary, RevisionRecord, RevisionSource, UpdateProduct,
 };
-use pe_core::product::diff;
+use pe_core::product::{self, diff, Product};
 use pe_core::{ErrorCode, ErrorReport};
 use tauri::State;
 
@@ -17,29 +17,24 @@ use crate::state::AppState;
 /// The most rows one call returns.
 const MAX_PAGE: u32 = 500;
 
-#[tauri::command]
 pub async fn query_products(state: State<'_, AppState>, mut query: ProductQuery) -> Result<ProductPage, ErrorReport> {
     query.limit = query.limit.clamp(1, MAX_PAGE);
     Ok(state.catalog().query_products(query).await?)
 }
 
-#[tauri::command]
 pub async fn catalog_facets(state: State<'_, AppState>) -> Result<Facets, ErrorReport> {
     Ok(state.catalog().facets().await?)
 }
 
-#[tauri::command]
 pub async fn get_product(state: State<'_, AppState>, id: i64) -> Result<ProductRecord, ErrorReport> {
     Ok(state.catalog().get_product(id).await?)
 }
 
-#[tauri::command]
 pub async fn product_history(state: State<'_, AppState>, id: i64) -> Result<Vec<RevisionRecord>, ErrorReport> {
     Ok(state.catalog().history(id).await?)
 }
 
 /// Saves an edit of a catalog product, refused when someone saved a newer revision meanwhile.
-#[tauri::command]
 pub async fn update_product(state: State<'_, AppState>, input: UpdateInput) -> Result<ProductRecord, ErrorReport> {
     let source = if input.attempt_id.is_some() { RevisionSource::Reextract } else { RevisionSource::Edit };
     let record = state
@@ -58,24 +53,20 @@ pub async fn update_product(state: State<'_, AppState>, input: UpdateInput) -> R
     Ok(record)
 }
 
-#[tauri::command]
 pub async fn delete_product(state: State<'_, AppState>, id: i64) -> Result<ProductRecord, ErrorReport> {
     Ok(state.catalog().delete_product(id, &local_user(), state.now()).await?)
 }
 
-#[tauri::command]
 pub async fn undelete_product(state: State<'_, AppState>, id: i64) -> Result<ProductRecord, ErrorReport> {
     Ok(state.catalog().undelete_product(id, &local_user(), state.now()).await?)
 }
 
-#[tauri::command]
 pub async fn duplicate_product(state: State<'_, AppState>, id: i64) -> Result<ProductRecord, ErrorReport> {
     Ok(state.catalog().duplicate_product(id, &local_user(), state.now()).await?)
 }
 
 /// Asks Gemini again for a saved product's photo. Nothing is saved: the answer comes back as a
 /// diff against the saved product, for the reviewer to accept field by field.
-#[tauri::command]
 pub async fn reextract_product(state: State<'_, AppState>, id: i64) -> Result<ReextractProposal, ErrorReport> {
     let record = state.catalog().get_product(id).await?;
     let extraction = state.pipeline().extract(&PathBuf::from(&record.original_path), |_| {}).await?;
@@ -99,8 +90,13 @@ pub async fn reextract_product(state: State<'_, AppState>, id: i64) -> Result<Re
     })
 }
 
+/// The saved product with the ticked changes of a re-extract taken from its proposal
+/// (`FieldChange.field` names; see `pe_core::product::take_fields`). Nothing is saved.
+pub async fn take_fields(saved: Product, proposal: Product, fields: Vec<String>) -> Result<Product, ErrorReport> {
+    product::take_fields(&saved, &proposal, &fields).map_err(|message| ErrorReport::new(ErrorCode::Validation, message))
+}
+
 /// Writes every saved product to `path` (through `path.tmp`, renamed when complete).
-#[tauri::command]
 pub async fn export_catalog(
     state: State<'_, AppState>,
     format: ExportFormat,
@@ -110,12 +106,10 @@ pub async fn export_catalog(
     Ok(state.catalog().export_to_file(format, &path).await?)
 }
 
-#[tauri::command]
 pub async fn backup_catalog(state: State<'_, AppState>, path: String) -> Result<BackupSummary, ErrorReport> {
     Ok(state.catalog().backup_to(&PathBuf::from(path)).await?)
 }
 
-#[tauri::command]
 pub async fn restore_catalog(state: State<'_, AppState>, path: String) -> Result<RestoreSummary, ErrorReport> {
     Ok(state.catalog().restore_from(&PathBuf::from(path), state.now()).await?)
 }

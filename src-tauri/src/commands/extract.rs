@@ -19,7 +19,6 @@ const PREVIEW_LONG_EDGE: u32 = 1024;
 
 /// Starts one job per photo (folders are expanded) and returns at once; progress streams on
 /// `on_event`, starting with a `queued` event per photo.
-#[tauri::command]
 pub async fn extract_photos(
     state: State<'_, AppState>,
     paths: Vec<String>,
@@ -36,7 +35,6 @@ pub async fn extract_photos(
 }
 
 /// Runs a finished or failed job again for the same file, under the same job id.
-#[tauri::command]
 pub async fn reextract(
     state: State<'_, AppState>,
     job_id: u64,
@@ -48,19 +46,16 @@ pub async fn reextract(
     Ok(ticket)
 }
 
-#[tauri::command]
 pub async fn validate_product(product: Product) -> Result<Vec<FieldFlag>, ErrorReport> {
     Ok(product.normalized().validate())
 }
 
-#[tauri::command]
 pub async fn save_product(state: State<'_, AppState>, input: SaveInput) -> Result<ProductRecord, ErrorReport> {
     let record = state.pipeline().save(input.photo_id, Some(input.attempt_id), input.product).await?;
     tracing::info!(product_id = record.id, revision = record.revision, "product saved");
     Ok(record)
 }
 
-#[tauri::command]
 pub async fn preview_photo(state: State<'_, AppState>, file: String) -> Result<String, ErrorReport> {
     let config = state.effective_config().image;
     let url =
