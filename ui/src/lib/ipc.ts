@@ -2,11 +2,8 @@
 // mapped to an ErrorReport (see errors.ts). No command name or argument key is written here.
 import { Channel, invoke, type InvokeArgs } from "@tauri-apps/api/core";
 import { commands } from "../bindings/commands";
-import type { ErrorReport } from "../bindings/ErrorReport";
-import type { FieldFlag } from "../bindings/FieldFlag";
 import type { JobEvent } from "../bindings/JobEvent";
 import { toErrorReport } from "./errors";
-import { mapAttributeFlags } from "./form";
 
 async function call<T>(command: string, args?: InvokeArgs): Promise<T> {
   try {
@@ -31,13 +28,3 @@ export const api = {
   reextract: (jobId: number, file: string, onEvent: (event: JobEvent) => void) =>
     generated.reextract(jobId, file, channel(onEvent)),
 };
-
-/**
- * After a save refused as `validation`, the product's flags the backend sent with the refusal,
- * mapped to the form's rows, so the form shows in place what is wrong. `null` for any other
- * refusal (the save's own message is what the user needs then).
- */
-export function flagsAfterRefusal(report: ErrorReport, attributeRows: number[]): FieldFlag[] | null {
-  if (report.data?.kind !== "validation") return null;
-  return mapAttributeFlags(report.data.flags, attributeRows);
-}
