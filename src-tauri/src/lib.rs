@@ -3,16 +3,15 @@
 //! - [`cli`] parses the command line; a subcommand runs headless and never touches GTK.
 //! - [`state`] holds the paths, the catalog and the live pipeline.
 //! - [`commands`] are the Tauri commands, one file per domain, registered in [`setup`].
-//! - [`jobs`] runs one extraction per dropped photo and streams its stages to the window.
 //! - [`dto`] are the IPC shapes that are not core types; their TypeScript twins are generated.
-//! - [`events`] bridges the core's resilience snapshots to the window's live breaker panel.
+//! - [`events`] bridges the core's resilience snapshots and the import queue's progress and item
+//!   changes to the window.
 //! - [`logging`] writes the rotating log file.
 
 pub mod cli;
 pub mod commands;
 pub mod dto;
 pub mod events;
-pub mod jobs;
 pub mod logging;
 pub mod state;
 
@@ -43,9 +42,8 @@ pub fn setup<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tauri::
             commands::settings::test_connection,
             commands::settings::set_demo_mode,
             commands::extract::extract_photos,
-            commands::extract::reextract,
+            commands::extract::extract_pending,
             commands::extract::validate_product,
-            commands::extract::save_product,
             commands::extract::preview_photo,
             commands::catalog::query_products,
             commands::catalog::catalog_facets,

@@ -273,7 +273,13 @@ impl Pipeline {
 
     /// Step 1: the photo, prepared for upload on the blocking pool. Never touches the network.
     pub async fn prepare(&self, file: &Path) -> Result<PreparedImage, IntakeError> {
-        intake::prepare_file_async(file.to_path_buf(), self.image.clone()).await
+        self.prepare_known(file, None).await
+    }
+
+    /// [`Pipeline::prepare`] for a file whose SHA-256 was computed when it was queued: not hashed
+    /// again.
+    pub async fn prepare_known(&self, file: &Path, sha256: Option<String>) -> Result<PreparedImage, IntakeError> {
+        intake::prepare_file_async(file.to_path_buf(), self.image.clone(), sha256).await
     }
 
     /// Step 2: the prepared photo in the catalog (its own short transaction); the same bytes are
@@ -413,56 +419,5 @@ fn attempt_usage(usage: &Usage) -> AttemptUsage {
         output_tokens: usage.output_tokens,
         thoughts_tokens: usage.thoughts_tokens,
         total_tokens: usage.total_tokens,
-    }
-}
-
-/// The file extensions a folder walk picks up. A file named explicitly is always tried: intake
-/// decides by its bytes, not its name.
-pub const PHOTO_EXTENSIONS: &[&str] = &["jpg", "jpeg", "jfif", "png", "webp", "gif", "heic", "heif"];
-
-/// Expands what was dropped or chosen into photo files: files as they are, folders recursively
-/// (photos only, sorted, hidden entries skipped). Blocking; call it off the async workers.
-pub fn collect_photo_files(paths: &[PathBuf]) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for path in paths {
-        if !path.is_dir() {
-            files.push(path.clone());
-            continue;
-        }
-        let walk = walkdir::WalkDir::new(path)
-            .follow_links(true)
-            .sort_by_file_name()
-            .into_iter()
-            .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
-        for entry in walk.flatten() {
-            let is_photo = entry
-                .path()
-                .extension()
-                .and_then(|e| e.to_str())
-                .is_some_and(|ext| PHOTO_EXTENSIONS.iter().any(|p| p.eq_ignore_ascii_case(ext)));
-            if entry.file_type().is_file() && is_photo {
-                files.push(entry.into_path());
-            }
-        }
-    }
-    files
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn folders_expand_to_photos_files_stay_as_given() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        std::fs::create_dir_all(root.join("shoot/sub")).unwrap();
-        std::fs::create_dir_all(root.join("shoot/.cache")).unwrap();
-        for f in ["shoot/b.JPG", "shoot/a.png", "shoot/notes.txt", "shoot/sub/c.webp", "shoot/.cache/d.jpg", "x.pdf"] {
-            std::fs::write(root.join(f), b"x").unwrap();
-        }
-        let got = collect_photo_files(&[root.join("shoot"), root.join("x.pdf")]);
-        let names: Vec<_> = got.iter().map(|p| p.strip_prefix(root).unwrap().to_string_lossy().into_owned()).collect();
-        assert_eq!(names, vec!["shoot/a.png", "shoot/b.JPG", "shoot/sub/c.webp", "x.pdf"]);
     }
 }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use pe_core::resilience::{
-    BreakerEventKind, BreakerSnapshot, BreakerState, CallError, RecordedCall, CircuitBreaker, CircuitBreakerConfig,
-    ManualClock, NotPermitted, Outcome, Permit, SlidingWindowType,
+    BreakerEventKind, BreakerSnapshot, BreakerState, CallError, CircuitBreaker, CircuitBreakerConfig, ManualClock,
+    NotPermitted, Outcome, Permit, RecordedCall, SlidingWindowType,
 };
 use proptest::prelude::*;
 

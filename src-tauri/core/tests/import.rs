@@ -367,7 +367,10 @@ async fn duplicates_by_hash_are_recognized_and_can_be_forced() {
 
     // The user forces a re-extract: of a listed duplicate, and by dropping with force.
     queue.force_extract(rows[2].id).await.unwrap();
-    let report = queue.enqueue(vec![copies.join("b-copy.jpg")], EnqueueOptions { force: true }).await.unwrap();
+    let report = queue
+        .enqueue(vec![copies.join("b-copy.jpg")], EnqueueOptions { force: true, ..EnqueueOptions::default() })
+        .await
+        .unwrap();
     assert_eq!(report.queued, 1);
     let progress = settled(&queue).await;
     assert_eq!(s.fake.generate_count(), 4);
@@ -687,12 +690,23 @@ async fn review_save_discard_save_all_unflagged_and_undo() {
 async fn one_process_at_a_time_works_a_catalogs_queue() {
     let s = Setup::with(Duration::ZERO, 1).await;
     let first = s.open(idle()).await;
-    let second = ImportQueue::open(s.pipeline(KEY), idle()).await;
-    assert!(matches!(second, Err(ImportError::Busy { .. })), "{second:?}");
-    assert_eq!(second.unwrap_err().code(), ErrorCode::Conflict);
+    assert!(first.is_working());
+    // A second opener does not fail: it follows the one that works the queue.
+    let second = ImportQueue::open(s.pipeline(KEY), idle()).await.unwrap();
+    assert!(!second.is_working());
+    assert_eq!(second.progress().borrow().status, ImportStatus::WorkedElsewhere);
     // Reading needs no lock.
     assert_eq!(ImportStore::new(s.catalog.clone()).counts().await.unwrap().0.total(), 0);
     drop(first);
+    // ...and takes over once the first lets go.
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while !second.is_working() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the follower takes the queue over");
+    drop(second);
     s.open(idle()).await;
 }
 

@@ -10,7 +10,7 @@ use pe_core::catalog::{AttemptOutcomeKind, Catalog};
 use pe_core::config::{ApiKey, GeminiConfig, ImageConfig};
 use pe_core::fake_gemini::{Behavior, FakeGemini, FakeOptions};
 use pe_core::gemini::GeminiClient;
-use pe_core::pipeline::{UnixClock, Pipeline, SaveError, Stage};
+use pe_core::pipeline::{Pipeline, SaveError, Stage, UnixClock};
 use pe_core::product::Product;
 use pe_core::resilience::{ResilienceConfig, ResilienceStack};
 use pe_core::{Coded, ErrorCode};

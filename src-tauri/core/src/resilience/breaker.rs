@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use super::clock::{MonotonicClock, TokioClock};
 use super::config::CircuitBreakerConfig;
 use super::snapshot::{BreakerEvent, BreakerEventKind, BreakerSnapshot, BreakerState, HalfOpenProgress, OpenTiming};
-use super::window::{RecordedCall, Evaluation, Metrics};
+use super::window::{Evaluation, Metrics, RecordedCall};
 use crate::config::ConfigError;
 
 /// How many events [`CircuitBreaker::recent_events`] keeps (Spring's actuator shows 100).

@@ -41,7 +41,7 @@ mod stack;
 mod window;
 
 pub use breaker::{CallError, CircuitBreaker, IllegalTransition, NotPermitted, Outcome, Permit, RECENT_EVENTS};
-pub use clock::{MonotonicClock, ManualClock, TokioClock};
+pub use clock::{ManualClock, MonotonicClock, TokioClock};
 pub use config::{CircuitBreakerConfig, SlidingWindowType};
 pub use snapshot::{BreakerEvent, BreakerEventKind, BreakerSnapshot, BreakerState, HalfOpenProgress, OpenTiming};
 pub use stack::{
