@@ -108,15 +108,20 @@ fn validate_product_flags_without_dropping() {
 }
 
 /// Waits for the catalog to hold an attempt for some photo, and returns (photo_id, attempt_id).
-fn wait_for_attempt(app: &App<MockRuntime>) -> (i64, i64) {
-    let state = app.state::<AppState>();
+/// Drops `paths` as the Extract view does and waits until the first card's item is ready; returns
+/// its item id.
+fn extract_ready(webview: &WebviewWindow<MockRuntime>, paths: Value) -> Value {
+    let rows = invoke(webview, "extract_photos", json!({ "paths": paths })).unwrap();
+    let id = rows[0]["id"].clone();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let attempts = tauri::async_runtime::block_on(state.catalog().attempts(1)).unwrap_or_default();
-        if let Some(a) = attempts.first() {
-            return (a.photo_id, a.id);
+        let item = invoke(webview, "import_item", json!({ "id": id })).unwrap();
+        match item["row"]["state"].as_str() {
+            Some("ready") => return id,
+            Some("queued" | "preparing" | "extracting") => {}
+            other => panic!("the item ended {other:?}: {item}"),
         }
-        assert!(Instant::now() < deadline, "no extraction attempt was recorded");
+        assert!(Instant::now() < deadline, "the dropped photo was not extracted");
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -124,37 +129,31 @@ fn wait_for_attempt(app: &App<MockRuntime>) -> (i64, i64) {
 #[test]
 fn demo_mode_extract_review_save_list() {
     let dir = tempfile::tempdir().unwrap();
-    let (app, webview) = app(dir.path(), env_of(&[]));
+    let (_app, webview) = app(dir.path(), env_of(&[]));
     let status = invoke(&webview, "set_demo_mode", json!({"enabled": true})).unwrap();
     assert_eq!(status["demo"], true);
     assert_eq!(status["api_key"]["source"], "demo");
     assert!(status["base_url"].as_str().unwrap().starts_with("http://127.0.0.1:"), "{status}");
 
-    let tickets =
-        invoke(&webview, "extract_photos", json!({"paths": [fixture()], "onEvent": "__CHANNEL__:7"})).unwrap();
-    assert_eq!(tickets.as_array().unwrap().len(), 1, "{tickets}");
-    assert_eq!(tickets[0]["file_name"], "product.jpg");
+    let cards = invoke(&webview, "extract_photos", json!({"paths": [fixture()]})).unwrap();
+    assert_eq!(cards.as_array().unwrap().len(), 1, "{cards}");
+    assert_eq!(cards[0]["file_name"], "product.jpg");
+    assert_eq!(cards[0]["origin"], "interactive");
 
     // Nothing is in the catalog until Save.
-    let (photo_id, attempt_id) = wait_for_attempt(&app);
+    let item = extract_ready(&webview, json!([fixture()]));
+    assert_eq!(item, cards[0]["id"], "the same photo dropped again is the same card");
     let empty = invoke(&webview, "query_products", json!({"query": {}})).unwrap();
     assert_eq!(empty, json!({"total": 0, "rows": []}));
 
-    let invalid = invoke(
-        &webview,
-        "save_product",
-        json!({"input": {"photo_id": photo_id, "attempt_id": attempt_id, "product": {"name": "X", "gtin": "123"}}}),
-    )
-    .unwrap_err();
+    let invalid =
+        invoke(&webview, "import_save_item", json!({"id": item, "product": {"name": "X", "gtin": "123"}})).unwrap_err();
     assert_eq!(invalid["code"], "validation");
     assert!(invalid["message"].as_str().unwrap().contains("gtin"), "{invalid}");
 
-    let saved = invoke(
-        &webview,
-        "save_product",
-        json!({"input": {"photo_id": photo_id, "attempt_id": attempt_id, "product": {"name": "Reviewed Name", "brand": "Acme"}}}),
-    )
-    .unwrap();
+    let saved =
+        invoke(&webview, "import_save_item", json!({"id": item, "product": {"name": "Reviewed Name", "brand": "Acme"}}))
+            .unwrap();
     assert_eq!(saved["saved"]["name"], "Reviewed Name");
     assert_ne!(saved["proposed"], Value::Null, "the proposal is kept beside what was saved");
 
@@ -285,16 +284,12 @@ fn the_app_resumes_an_unfinished_import_at_start() {
 #[test]
 fn catalog_edit_history_delete_duplicate_export_backup() {
     let dir = tempfile::tempdir().unwrap();
-    let (app, webview) = app(dir.path(), env_of(&[]));
+    let (_app, webview) = app(dir.path(), env_of(&[]));
     invoke(&webview, "set_demo_mode", json!({"enabled": true})).unwrap();
-    invoke(&webview, "extract_photos", json!({"paths": [fixture()], "onEvent": "__CHANNEL__:7"})).unwrap();
-    let (photo_id, attempt_id) = wait_for_attempt(&app);
-    let saved = invoke(
-        &webview,
-        "save_product",
-        json!({"input": {"photo_id": photo_id, "attempt_id": attempt_id, "product": {"name": "Granola", "category": "Breakfast"}}}),
-    )
-    .unwrap();
+    let item = extract_ready(&webview, json!([fixture()]));
+    let saved =
+        invoke(&webview, "import_save_item", json!({"id": item, "product": {"name": "Granola", "category": "Breakfast"}}))
+            .unwrap();
     let id = saved["id"].clone();
     assert_eq!(saved["revision"], 1);
 
@@ -351,4 +346,25 @@ fn catalog_edit_history_delete_duplicate_export_backup() {
     let restored = invoke(&webview, "restore_catalog", json!({"path": backup_path.to_string_lossy()})).unwrap();
     assert_eq!(restored["products"], 2, "{restored}");
     assert_eq!(invoke(&webview, "query_products", json!({"query": {}})).unwrap()["total"], 2);
+}
+
+/// A photo dropped on Extract and not reviewed yet is still there after the app closes: the
+/// Extract view's cards come back from the queue.
+#[test]
+fn a_pending_review_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let item = {
+        let (_app, webview) = app(dir.path(), env_of(&[]));
+        invoke(&webview, "set_demo_mode", json!({"enabled": true})).unwrap();
+        extract_ready(&webview, json!([fixture()]))
+    };
+    let (_app, webview) = app(dir.path(), env_of(&[]));
+    let pending = invoke(&webview, "extract_pending", json!({})).unwrap();
+    assert_eq!(pending.as_array().unwrap().len(), 1, "{pending}");
+    assert_eq!((&pending[0]["id"], pending[0]["state"].as_str()), (&item, Some("ready")));
+    let detail = invoke(&webview, "import_item", json!({ "id": item })).unwrap();
+    assert!(detail["proposal"]["name"].as_str().is_some_and(|n| !n.is_empty()), "{detail}");
+    // Discarding it is the end of the card.
+    invoke(&webview, "import_discard_item", json!({ "id": item })).unwrap();
+    assert_eq!(invoke(&webview, "extract_pending", json!({})).unwrap(), json!([]));
 }

@@ -736,3 +736,73 @@ async fn controls_after_shutdown_return_at_once() {
     drop(other);
     s.open(idle()).await;
 }
+
+/// One engine: a photo dropped while a 100-photo import keeps every slot busy against a slow
+/// Gemini gets the next free slot (never `bulkhead_full`) and is ready long before the import ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_dropped_photo_gets_the_next_free_slot_during_a_long_import() {
+    let s = Setup::with(Duration::from_millis(200), 4).await;
+    s.photos("shoot", 100, 1000);
+    let dropped = s.photos("desk", 1, 5000).remove(0);
+    let queue = s.open(ImportOptions::default()).await;
+    queue.enqueue(vec![s.folder("shoot")], EnqueueOptions::default()).await.unwrap();
+    // The import is under way: K calls in flight, the lookahead prepared and waiting.
+    wait_until("the import sends", || s.fake.generate_count() >= 8).await;
+    let enqueued = queue.enqueue_files(vec![dropped.clone()], EnqueueOptions::interactive()).await.unwrap();
+    assert_eq!(enqueued.report.queued, 1);
+    let item = enqueued.files[0].result_of;
+    let calls_before = s.fake.generate_count();
+    let detail = tokio::time::timeout(Duration::from_secs(10), queue.finished(item)).await.unwrap().unwrap();
+    assert_eq!(detail.row.state, ItemState::Ready, "{:?}", detail.row.last_error);
+    assert_eq!(detail.row.origin, ItemOrigin::Interactive);
+    // It waited for one slot to free up, not for the K + lookahead items ahead of it: at most K
+    // calls (those in flight) plus K more (the slots that freed while it was prepared).
+    let calls_meanwhile = s.fake.generate_count() - calls_before;
+    assert!(calls_meanwhile <= 2 * 4 + 1, "{calls_meanwhile} calls went before the dropped photo");
+    let progress = queue.progress().borrow().clone();
+    assert!(progress.counts.active() > 50, "ready long before the import ends: {:?}", progress.counts);
+    // Nothing failed for lack of a slot.
+    let failed = queue.items(0, 200, Some(vec![ItemState::Failed])).await.unwrap();
+    assert_eq!(failed.total, 0, "{:?}", failed.rows.first().map(|r| &r.last_error));
+    queue.shutdown().await;
+}
+
+/// A second process on the same catalog hands its items to the one working the queue and gets
+/// their results; it takes over when the first lets go. The same bytes are extracted once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_second_opener_hands_its_photos_to_the_worker_and_gets_the_results() {
+    let s = Setup::with(Duration::from_millis(20), 2).await;
+    let photos = s.photos("desk", 3, 7000);
+    let worker = s.open(ImportOptions { follow_interval: Duration::from_millis(50), ..ImportOptions::default() }).await;
+    let follower = ImportQueue::open(
+        s.pipeline(KEY),
+        ImportOptions { follow_interval: Duration::from_millis(50), ..ImportOptions::default() },
+    )
+    .await
+    .unwrap();
+    assert!(worker.is_working() && !follower.is_working());
+    let enqueued = follower.enqueue_files(photos.clone(), EnqueueOptions::interactive()).await.unwrap();
+    for file in &enqueued.files {
+        let detail = tokio::time::timeout(Duration::from_secs(10), follower.finished(file.result_of))
+            .await
+            .expect("the worker extracts the follower's photos")
+            .unwrap();
+        assert_eq!(detail.row.state, ItemState::Ready);
+    }
+    assert_eq!(s.fake.generate_count(), 3);
+    // The same files again: the stored proposals, no call.
+    let again = follower.enqueue_files(photos, EnqueueOptions::interactive()).await.unwrap();
+    assert_eq!(again.report.unchanged, 3);
+    for file in &again.files {
+        assert_eq!(follower.finished(file.result_of).await.unwrap().row.state, ItemState::Ready);
+    }
+    assert_eq!(s.fake.generate_count(), 3, "the same bytes are never sent twice");
+    worker.shutdown().await;
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while !follower.is_working() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the follower takes the queue over");
+}

@@ -70,6 +70,9 @@ pub(crate) struct Follow {
     /// windows does not announce a change twice.
     seen: HashMap<ItemId, (ItemState, i64)>,
     since: i64,
+    /// The state this process last announced for each item, so its own changes, seen again in
+    /// the database, are not announced twice.
+    announced: HashMap<ItemId, ItemState>,
 }
 
 /// How far back each look at other processes' changes reaches beyond the previous one: their
@@ -289,6 +292,7 @@ impl Shared {
             // Sent before the progress watchers wake: whoever sees the new progress (e.g. "settled")
             // finds the event already in the channel. Nobody listening is fine.
             if let Some((id, state)) = item {
+                lock(&self.follow).announced.insert(id, state);
                 let _ = self.events.send(ItemChanged { id, state, change: p.changes });
             }
         });
@@ -373,10 +377,12 @@ impl Shared {
             let follow = lock(&self.follow);
             (follow.data_version, follow.since)
         };
+        let now = self.now();
         let counted = self
             .counted(move |conn| {
                 let version = store::data_version(conn)?;
-                if known == Some(version) {
+                // The first look only notes where things stand.
+                if known.is_none() || known == Some(version) {
                     return Ok((version, None));
                 }
                 Ok((version, Some(store::changed_since(conn, since)?)))
@@ -385,12 +391,17 @@ impl Shared {
         let (version, changes) = &counted.value;
         let mut follow = lock(&self.follow);
         follow.data_version = Some(*version);
+        if known.is_none() {
+            follow.since = now - FOLLOW_OVERLAP_MS;
+        }
         let Some(changes) = changes else { return Ok(false) };
         let newest = changes.iter().map(|c| c.2).max().unwrap_or(since + FOLLOW_OVERLAP_MS);
         follow.since = follow.since.max(newest - FOLLOW_OVERLAP_MS);
         let fresh: Vec<(ItemId, ItemState)> = changes
             .iter()
-            .filter(|(id, state, at)| follow.seen.get(id) != Some(&(*state, *at)))
+            .filter(|(id, state, at)| {
+                follow.seen.get(id) != Some(&(*state, *at)) && follow.announced.get(id) != Some(state)
+            })
             .map(|(id, state, _)| (*id, *state))
             .collect();
         follow.seen = changes.iter().map(|(id, state, at)| (*id, (*state, *at))).collect();
