@@ -418,9 +418,10 @@ async fn extract_twice_makes_one_request_and_leaves_a_ready_item() {
 /// prints their results instead of failing with `conflict`.
 #[tokio::test(flavor = "multi_thread")]
 async fn extract_hands_its_files_to_a_running_import() {
-    let fake = FakeGemini::start(FakeOptions { latency: std::time::Duration::from_millis(300), ..FakeOptions::default() })
-        .await
-        .unwrap();
+    let fake =
+        FakeGemini::start(FakeOptions { latency: std::time::Duration::from_millis(300), ..FakeOptions::default() })
+            .await
+            .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let env = [("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &fake.base_url() as &str)];
     let shoot = dir.path().join("shoot");

@@ -151,9 +151,12 @@ fn demo_mode_extract_review_save_list() {
     assert_eq!(invalid["code"], "validation");
     assert!(invalid["message"].as_str().unwrap().contains("gtin"), "{invalid}");
 
-    let saved =
-        invoke(&webview, "import_save_item", json!({"id": item, "product": {"name": "Reviewed Name", "brand": "Acme"}}))
-            .unwrap();
+    let saved = invoke(
+        &webview,
+        "import_save_item",
+        json!({"id": item, "product": {"name": "Reviewed Name", "brand": "Acme"}}),
+    )
+    .unwrap();
     assert_eq!(saved["saved"]["name"], "Reviewed Name");
     assert_ne!(saved["proposed"], Value::Null, "the proposal is kept beside what was saved");
 
@@ -287,9 +290,12 @@ fn catalog_edit_history_delete_duplicate_export_backup() {
     let (_app, webview) = app(dir.path(), env_of(&[]));
     invoke(&webview, "set_demo_mode", json!({"enabled": true})).unwrap();
     let item = extract_ready(&webview, json!([fixture()]));
-    let saved =
-        invoke(&webview, "import_save_item", json!({"id": item, "product": {"name": "Granola", "category": "Breakfast"}}))
-            .unwrap();
+    let saved = invoke(
+        &webview,
+        "import_save_item",
+        json!({"id": item, "product": {"name": "Granola", "category": "Breakfast"}}),
+    )
+    .unwrap();
     let id = saved["id"].clone();
     assert_eq!(saved["revision"], 1);
 

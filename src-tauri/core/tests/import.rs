@@ -42,6 +42,16 @@ impl Setup {
     }
 
     fn pipeline(&self, key: &str) -> Pipeline {
+        self.pipeline_on(self.catalog.clone(), key)
+    }
+
+    /// A pipeline on its own connection to the same catalog file: what another process has.
+    fn other_process(&self) -> Pipeline {
+        let catalog = Catalog::open(&Catalog::path_in(&self.dir.path().join("data"))).unwrap();
+        self.pipeline_on(catalog, KEY)
+    }
+
+    fn pipeline_on(&self, catalog: Catalog, key: &str) -> Pipeline {
         let config = GeminiConfig {
             base_url: self.fake.base_url(),
             api_key: ApiKey::new(key),
@@ -49,7 +59,7 @@ impl Setup {
             ..GeminiConfig::default()
         };
         let client = GeminiClient::new(&config).unwrap();
-        Pipeline::new(client, self.stack.clone(), self.catalog.clone(), ImageConfig::default(), system_clock())
+        Pipeline::new(client, self.stack.clone(), catalog, ImageConfig::default(), system_clock())
     }
 
     async fn open(&self, options: ImportOptions) -> ImportQueue {
@@ -775,7 +785,7 @@ async fn a_second_opener_hands_its_photos_to_the_worker_and_gets_the_results() {
     let photos = s.photos("desk", 3, 7000);
     let worker = s.open(ImportOptions { follow_interval: Duration::from_millis(50), ..ImportOptions::default() }).await;
     let follower = ImportQueue::open(
-        s.pipeline(KEY),
+        s.other_process(),
         ImportOptions { follow_interval: Duration::from_millis(50), ..ImportOptions::default() },
     )
     .await

@@ -378,34 +378,35 @@ impl Shared {
             (follow.data_version, follow.since)
         };
         let now = self.now();
-        let counted = self
-            .counted(move |conn| {
-                let version = store::data_version(conn)?;
-                // The first look only notes where things stand.
-                if known.is_none() || known == Some(version) {
-                    return Ok((version, None));
-                }
-                Ok((version, Some(store::changed_since(conn, since)?)))
-            })
-            .await?;
-        let (version, changes) = &counted.value;
-        let mut follow = lock(&self.follow);
-        follow.data_version = Some(*version);
-        if known.is_none() {
-            follow.since = now - FOLLOW_OVERLAP_MS;
+        // Cheap when nothing changed (the common case, twice a second): one pragma, no counts.
+        let version = self.store.run(store::data_version).await?;
+        {
+            let mut follow = lock(&self.follow);
+            follow.data_version = Some(version);
+            // The first look only notes where things stand.
+            if known.is_none() {
+                follow.since = now - FOLLOW_OVERLAP_MS;
+            }
         }
-        let Some(changes) = changes else { return Ok(false) };
-        let newest = changes.iter().map(|c| c.2).max().unwrap_or(since + FOLLOW_OVERLAP_MS);
-        follow.since = follow.since.max(newest - FOLLOW_OVERLAP_MS);
-        let fresh: Vec<(ItemId, ItemState)> = changes
-            .iter()
-            .filter(|(id, state, at)| {
-                follow.seen.get(id) != Some(&(*state, *at)) && follow.announced.get(id) != Some(state)
-            })
-            .map(|(id, state, _)| (*id, *state))
-            .collect();
-        follow.seen = changes.iter().map(|(id, state, at)| (*id, (*state, *at))).collect();
-        drop(follow);
+        if known.is_none() || known == Some(version) {
+            return Ok(false);
+        }
+        let counted = self.counted(move |conn| store::changed_since(conn, since)).await?;
+        let changes = &counted.value;
+        let fresh: Vec<(ItemId, ItemState)> = {
+            let mut follow = lock(&self.follow);
+            let newest = changes.iter().map(|c| c.2).max().unwrap_or(since + FOLLOW_OVERLAP_MS);
+            follow.since = follow.since.max(newest - FOLLOW_OVERLAP_MS);
+            let fresh = changes
+                .iter()
+                .filter(|(id, state, at)| {
+                    follow.seen.get(id) != Some(&(*state, *at)) && follow.announced.get(id) != Some(state)
+                })
+                .map(|(id, state, _)| (*id, *state))
+                .collect();
+            follow.seen = changes.iter().map(|(id, state, at)| (*id, (*state, *at))).collect();
+            fresh
+        };
         for (id, state) in &fresh {
             self.item_changed(*id, *state, &counted);
         }
