@@ -221,7 +221,12 @@ pub(crate) fn insert_batch(
                     }
                     None => {
                         report.skipped += 1;
-                        insert_skipped(&tx, path, None, *reason, message, (None, None), origin, now)?
+                        insert_skipped(
+                            &tx,
+                            &Skip { path, sha256: None, reason: *reason, message, dup: (None, None) },
+                            origin,
+                            now,
+                        )?
                     }
                 };
                 (path, item, item)
@@ -284,8 +289,12 @@ fn place_photo(
                     "The same photo (the same bytes) is already product #{product} \u{201c}{name}\u{201d} in the catalog; it is not sent again. Extract it again only if you want a new proposal."
                 );
                 let dup = (None, Some(product));
-                let item =
-                    insert_skipped(tx, path, Some(sha), SkipReason::AlreadyInCatalog, &message, dup, origin, now)?;
+                let item = insert_skipped(
+                    tx,
+                    &Skip { path, sha256: Some(sha), reason: SkipReason::AlreadyInCatalog, message: &message, dup },
+                    origin,
+                    now,
+                )?;
                 report.duplicates += 1;
                 return Ok((item, item));
             }
@@ -294,7 +303,12 @@ fn place_photo(
                     "The same photo (the same bytes) is already in the queue as {other_path} (item #{other}); it is not sent again."
                 );
                 let dup = (Some(other), None);
-                let item = insert_skipped(tx, path, Some(sha), SkipReason::AlreadyQueued, &message, dup, origin, now)?;
+                let item = insert_skipped(
+                    tx,
+                    &Skip { path, sha256: Some(sha), reason: SkipReason::AlreadyQueued, message: &message, dup },
+                    origin,
+                    now,
+                )?;
                 promote(tx, other, origin)?;
                 report.duplicates += 1;
                 return Ok((item, other));
@@ -353,16 +367,18 @@ fn requeue(tx: &Connection, item: ItemId, origin: ItemOrigin, now: i64) -> Resul
     )? == 1)
 }
 
-fn insert_skipped(
-    tx: &Connection,
-    path: &str,
-    sha256: Option<&str>,
+/// A file listed as skipped, and why.
+struct Skip<'a> {
+    path: &'a str,
+    sha256: Option<&'a str>,
     reason: SkipReason,
-    message: &str,
-    (dup_item, dup_product): (Option<ItemId>, Option<ProductId>),
-    origin: ItemOrigin,
-    now: i64,
-) -> Result<ItemId, ImportError> {
+    message: &'a str,
+    /// The item or product it duplicates.
+    dup: (Option<ItemId>, Option<ProductId>),
+}
+
+fn insert_skipped(tx: &Connection, skip: &Skip<'_>, origin: ItemOrigin, now: i64) -> Result<ItemId, ImportError> {
+    let Skip { path, sha256, reason, message, dup: (dup_item, dup_product) } = *skip;
     // A duplicate is not an error: it has a message and no code.
     let code = match reason {
         SkipReason::UnsupportedFormat => Some(ErrorCode::UnsupportedFormat),
