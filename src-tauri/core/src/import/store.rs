@@ -564,9 +564,9 @@ pub(crate) fn save_item(
 }
 
 fn save_in(tx: &Connection, id: ItemId, product: Product, now: i64) -> Result<ProductRecord, ImportError> {
-    let (state, photo_id, attempt_id): (String, Option<PhotoId>, Option<i64>) = tx
-        .query_row("SELECT state, photo_id, attempt_id FROM import_items WHERE id = ?1", [id], |row| {
-            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+    let (state, photo_id, attempt_id, origin): (String, Option<PhotoId>, Option<i64>, String) = tx
+        .query_row("SELECT state, photo_id, attempt_id, origin FROM import_items WHERE id = ?1", [id], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
         })
         .optional()?
         .ok_or(ImportError::NotFound(id))?;
@@ -580,7 +580,11 @@ fn save_in(tx: &Connection, id: ItemId, product: Product, now: i64) -> Result<Pr
         |row| row.get(0),
     )?;
     let save = SaveProduct { photo_id, attempt_id, saved: product, saved_at: now, saved_by: local_user() };
-    let record = catalog_tx::save_product(tx, &save, RevisionSource::Import)?;
+    // A photo someone dropped (or gave to `extract`) is reviewed one by one; a bulk import's item
+    // is saved from the import's review.
+    let source =
+        if origin == ItemOrigin::Interactive.as_str() { RevisionSource::Review } else { RevisionSource::Import };
+    let record = catalog_tx::save_product(tx, &save, source)?;
     tx.execute(
         "UPDATE import_items SET state = 'saved', product_id = ?2, saved_revision = ?3, created_product = ?4,
                                  error_code = NULL, error_message = NULL, updated_at = ?5
