@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::marker::PhantomData;
 use std::path::PathBuf;
 
 use ts_rs::{Dependency, TypeVisitor, TS};
@@ -50,31 +49,6 @@ pub struct CommandSpec {
     pub result: TsType,
 }
 
-/// Stands for `tauri::ipc::Channel<T>` in the exported signatures (`Channel<T>` of
-/// `@tauri-apps/api/core`); never constructed.
-pub struct IpcChannel<T>(PhantomData<T>);
-
-impl<T: TS> TS for IpcChannel<T> {
-    type WithoutGenerics = IpcChannel<ts_rs::Dummy>;
-    type OptionInnerType = Self;
-
-    fn name(cfg: &ts_rs::Config) -> String {
-        format!("Channel<{}>", T::name(cfg))
-    }
-
-    fn inline(cfg: &ts_rs::Config) -> String {
-        Self::name(cfg)
-    }
-
-    fn visit_generics(v: &mut impl TypeVisitor)
-    where
-        Self: 'static,
-    {
-        T::visit_generics(v);
-        v.visit::<T>();
-    }
-}
-
 /// The ts-rs settings of the generated files: 64-bit integers are JSON numbers, as every id is.
 pub fn config() -> ts_rs::Config {
     ts_rs::Config::from_env().with_large_int("number")
@@ -116,14 +90,9 @@ pub fn commands_ts(specs: &[CommandSpec]) -> String {
             imports.extend(arg.ty.imports.clone());
         }
     }
-    let channel = specs.iter().flat_map(|s| &s.args).any(|a| a.ty.name.starts_with("Channel<"));
     let mut out = String::from(HEADER);
     out.push_str("// The command wrappers, from the registry in src-tauri/src/commands/mod.rs.\n");
-    if channel {
-        out.push_str("import type { Channel, InvokeArgs } from \"@tauri-apps/api/core\";\n");
-    } else {
-        out.push_str("import type { InvokeArgs } from \"@tauri-apps/api/core\";\n");
-    }
+    out.push_str("import type { InvokeArgs } from \"@tauri-apps/api/core\";\n");
     import_lines(&mut out, &imports);
     out.push_str("\n/** Sends one command and resolves with its result (ipc.ts passes Tauri's `invoke`). */\n");
     out.push_str("export type Invoke = <T>(command: string, args?: InvokeArgs) => Promise<T>;\n\n");
@@ -172,12 +141,21 @@ impl Constant {
 
 /// The constants the UI shares with Rust.
 pub fn constants(cfg: &ts_rs::Config) -> Vec<Constant> {
-    vec![Constant::new(
-        "PRODUCT_FIELDS",
-        "Every field of a Product in schema order: key, label, kind (pe_core::product::PRODUCT_FIELDS).",
-        &pe_core::product::PRODUCT_FIELDS.to_vec(),
-        cfg,
-    )]
+    let extensions: Vec<String> = pe_core::intake::PHOTO_EXTENSIONS.iter().map(|e| e.to_string()).collect();
+    vec![
+        Constant::new(
+            "PRODUCT_FIELDS",
+            "Every field of a Product in schema order: key, label, kind (pe_core::product::PRODUCT_FIELDS).",
+            &pe_core::product::PRODUCT_FIELDS.to_vec(),
+            cfg,
+        ),
+        Constant::new(
+            "PHOTO_EXTENSIONS",
+            "The file extensions taken as photos, lower case; any case matches (pe_core::intake::PHOTO_EXTENSIONS).",
+            &extensions,
+            cfg,
+        ),
+    ]
 }
 
 /// `constants.ts`.
@@ -238,9 +216,9 @@ mod tests {
         assert_eq!(t.imports.keys().collect::<Vec<_>>(), ["ItemState"]);
         assert_eq!(TsType::of::<i64>(&cfg).name, "number");
         assert!(TsType::of::<String>(&cfg).imports.is_empty());
-        let c = TsType::of::<IpcChannel<crate::dto::JobEvent>>(&cfg);
-        assert_eq!(c.name, "Channel<JobEvent>");
-        assert_eq!(c.imports.keys().collect::<Vec<_>>(), ["JobEvent"]);
+        let rows = TsType::of::<Vec<pe_core::import::ImportRow>>(&cfg);
+        assert_eq!(rows.name, "Array<ImportRow>");
+        assert!(rows.imports.contains_key("ImportRow"), "{:?}", rows.imports);
     }
 
     #[test]

@@ -4,9 +4,9 @@
 //! - [`state`] holds the paths, the catalog and the live pipeline.
 //! - [`commands`] are the Tauri commands, one file per domain, listed once in its registry.
 //! - [`bindings`] writes the command wrappers and shared constants for the UI (TypeScript).
-//! - [`jobs`] runs one extraction per dropped photo and streams its stages to the window.
 //! - [`dto`] are the IPC shapes that are not core types; their TypeScript twins are generated.
-//! - [`events`] bridges the core's resilience snapshots to the window's live breaker panel.
+//! - [`events`] bridges the core's resilience snapshots and the import queue's progress and item
+//!   changes to the window.
 //! - [`logging`] writes the rotating log file.
 
 pub mod bindings;
@@ -14,7 +14,6 @@ pub mod cli;
 pub mod commands;
 pub mod dto;
 pub mod events;
-pub mod jobs;
 pub mod logging;
 pub mod state;
 

@@ -7,6 +7,7 @@ use pe_core::catalog::{
     local_user, BackupSummary, ExportFormat, ExportSummary, Facets, ProductPage, ProductQuery, ProductRecord,
     RestoreSummary, RevisionRecord, RevisionSource, UpdateProduct,
 };
+use pe_core::import::EnqueueOptions;
 use pe_core::product::{self, diff, Product};
 use pe_core::{ErrorCode, ErrorReport};
 use tauri::State;
@@ -69,8 +70,22 @@ pub async fn duplicate_product(state: State<'_, AppState>, id: i64) -> Result<Pr
 /// diff against the saved product, for the reviewer to accept field by field.
 pub async fn reextract_product(state: State<'_, AppState>, id: i64) -> Result<ReextractProposal, ErrorReport> {
     let record = state.catalog().get_product(id).await?;
-    let extraction = state.pipeline().extract(&PathBuf::from(&record.original_path), |_| {}).await?;
-    if extraction.photo_id != record.photo_id {
+    // Through the queue like every photo: interactive (the next free slot), forced (the bytes are
+    // known: that is the point).
+    let queue = state.import_queue().await?;
+    let options = EnqueueOptions { force: true, ..EnqueueOptions::interactive() };
+    let enqueued = queue.enqueue_files(vec![PathBuf::from(&record.original_path)], options).await?;
+    let Some(file) = enqueued.files.first() else {
+        return Err(ErrorReport::new(ErrorCode::NotFound, format!("{} is not a photo file.", record.original_path)));
+    };
+    let item = queue.finished(file.result_of).await?;
+    let (Some(proposal), Some(attempt)) = (item.proposal, item.attempt) else {
+        let why = item.row.last_error.or_else(|| item.row.skipped.map(|s| ErrorReport::new(ErrorCode::Io, s.message)));
+        return Err(why.unwrap_or_else(|| ErrorReport::new(ErrorCode::Io, "The photo could not be extracted again.")));
+    };
+    // The answer is taken here, as a diff; the item does not wait in Extract for a review too.
+    queue.discard_item(item.row.id).await?;
+    if item.row.photo_id != Some(record.photo_id) {
         return Err(ErrorReport::new(
             ErrorCode::Validation,
             format!(
@@ -80,14 +95,8 @@ pub async fn reextract_product(state: State<'_, AppState>, id: i64) -> Result<Re
             ),
         ));
     }
-    let changes = diff(Some(&record.saved), &extraction.product);
-    Ok(ReextractProposal {
-        attempt_id: extraction.attempt_id,
-        revision: record.revision,
-        proposal: extraction.product,
-        flags: extraction.flags,
-        changes,
-    })
+    let changes = diff(Some(&record.saved), &proposal);
+    Ok(ReextractProposal { attempt_id: attempt.id, revision: record.revision, proposal, flags: item.flags, changes })
 }
 
 /// The saved product with the ticked changes of a re-extract taken from its proposal

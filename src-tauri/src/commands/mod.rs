@@ -12,8 +12,7 @@
 //! listed type against them.
 //!
 //! A line is `module::name(state, arg: Type, ...) -> Result;` where `state` (first, optional)
-//! passes `State<AppState>`. `arg: Type as TsType` exports `TsType` instead of `Type` (for a
-//! type without a TypeScript twin, such as a `Channel`).
+//! passes `State<AppState>`.
 //!
 //! (tauri-specta would derive the same from each command's signature, but only as a 2.0 release
 //! candidate, and it needs `specta::Type` beside `ts_rs::TS` on every type that crosses: two
@@ -29,21 +28,19 @@ use pe_core::catalog::{
     BackupSummary, ExportFormat, ExportSummary, Facets, ProductPage, ProductQuery, ProductRecord, RestoreSummary,
     RevisionRecord,
 };
-use pe_core::import::{EnqueueReport, ImportItemDetail, ImportPage, ImportProgress, ItemId, ItemState, UndoReport};
+use pe_core::import::{
+    EnqueueReport, ImportItemDetail, ImportPage, ImportProgress, ImportRow, ItemId, ItemState, UndoReport,
+};
 use pe_core::product::{FieldFlag, Product};
 use pe_core::resilience::ResilienceSnapshot;
-use tauri::ipc::Channel;
 
-use crate::bindings::{ArgSpec, CommandSpec, IpcChannel, TsType};
-use crate::dto::{
-    AppStatus, ConnectionCheck, ImportControl, JobEvent, JobTicket, ReextractProposal, SaveInput, Settings,
-    SettingsInput, UpdateInput,
-};
+use crate::bindings::{ArgSpec, CommandSpec, TsType};
+use crate::dto::{AppStatus, ConnectionCheck, ImportControl, ReextractProposal, Settings, SettingsInput, UpdateInput};
 use breaker::BreakerControl;
 
 /// The handler for one registry line: a `#[tauri::command]` whose parameters are the listed ones.
 macro_rules! command_handler {
-    ($module:ident :: $name:ident (state $(, $arg:ident : $ty:ty $(as $ts:ty)?)* $(,)?) -> $ret:ty) => {
+    ($module:ident :: $name:ident (state $(, $arg:ident : $ty:ty)* $(,)?) -> $ret:ty) => {
         #[tauri::command]
         pub async fn $name(
             state: tauri::State<'_, crate::state::AppState>,
@@ -52,7 +49,7 @@ macro_rules! command_handler {
             super::$module::$name(state, $($arg),*).await
         }
     };
-    ($module:ident :: $name:ident ($($arg:ident : $ty:ty $(as $ts:ty)?),* $(,)?) -> $ret:ty) => {
+    ($module:ident :: $name:ident ($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty) => {
         #[tauri::command]
         pub async fn $name($($arg: $ty),*) -> Result<$ret, pe_core::ErrorReport> {
             super::$module::$name($($arg),*).await
@@ -62,27 +59,18 @@ macro_rules! command_handler {
 
 /// The exported description of one registry line.
 macro_rules! command_spec {
-    ($cfg:ident, $name:ident (state $(, $arg:ident : $ty:ty $(as $ts:ty)?)* $(,)?) -> $ret:ty) => {
-        command_spec!(@args $cfg, $name ($($arg : $ty $(as $ts)?),*) -> $ret)
+    ($cfg:ident, $name:ident (state $(, $arg:ident : $ty:ty)* $(,)?) -> $ret:ty) => {
+        command_spec!(@args $cfg, $name ($($arg : $ty),*) -> $ret)
     };
-    ($cfg:ident, $name:ident ($($arg:ident : $ty:ty $(as $ts:ty)?),* $(,)?) -> $ret:ty) => {
-        command_spec!(@args $cfg, $name ($($arg : $ty $(as $ts)?),*) -> $ret)
+    ($cfg:ident, $name:ident ($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty) => {
+        command_spec!(@args $cfg, $name ($($arg : $ty),*) -> $ret)
     };
-    (@args $cfg:ident, $name:ident ($($arg:ident : $ty:ty $(as $ts:ty)?),*) -> $ret:ty) => {
+    (@args $cfg:ident, $name:ident ($($arg:ident : $ty:ty),*) -> $ret:ty) => {
         CommandSpec {
             name: stringify!($name),
-            args: vec![$(ArgSpec { name: stringify!($arg), ty: TsType::of::<exported_type!($ty $(as $ts)?)>($cfg) }),*],
+            args: vec![$(ArgSpec { name: stringify!($arg), ty: TsType::of::<$ty>($cfg) }),*],
             result: TsType::of::<$ret>($cfg),
         }
-    };
-}
-
-macro_rules! exported_type {
-    ($ty:ty as $ts:ty) => {
-        $ts
-    };
-    ($ty:ty) => {
-        $ty
     };
 }
 
@@ -112,10 +100,9 @@ registry! {
     settings::save_settings(state, input: SettingsInput) -> Settings;
     settings::test_connection(state) -> ConnectionCheck;
     settings::set_demo_mode(state, enabled: bool) -> AppStatus;
-    extract::extract_photos(state, paths: Vec<String>, on_event: Channel<JobEvent> as IpcChannel<JobEvent>) -> Vec<JobTicket>;
-    extract::reextract(state, job_id: u64, file: String, on_event: Channel<JobEvent> as IpcChannel<JobEvent>) -> JobTicket;
+    extract::extract_photos(state, paths: Vec<String>) -> Vec<ImportRow>;
+    extract::extract_pending(state) -> Vec<ImportRow>;
     extract::validate_product(product: Product) -> Vec<FieldFlag>;
-    extract::save_product(state, input: SaveInput) -> ProductRecord;
     extract::preview_photo(state, file: String) -> String;
     catalog::query_products(state, query: ProductQuery) -> ProductPage;
     catalog::catalog_facets(state) -> Facets;

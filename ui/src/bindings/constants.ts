@@ -77,3 +77,15 @@ export const PRODUCT_FIELDS: Readonly<Array<ProductField>> = [
     "required": false
   }
 ];
+
+/** The file extensions taken as photos, lower case; any case matches (pe_core::intake::PHOTO_EXTENSIONS). */
+export const PHOTO_EXTENSIONS: Readonly<Array<string>> = [
+  "jpg",
+  "jpeg",
+  "jfif",
+  "png",
+  "webp",
+  "gif",
+  "heic",
+  "heif"
+];

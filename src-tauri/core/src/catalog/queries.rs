@@ -51,7 +51,7 @@ pub(super) fn record_attempt(conn: &mut Connection, attempt: &NewAttempt) -> Res
 
 /// [`record_attempt`] inside the caller's transaction (the import queue records an attempt
 /// together with its item's new state).
-pub(crate) fn record_attempt_in(tx: &Connection, attempt: &NewAttempt) -> Result<AttemptId, CatalogError> {
+pub(super) fn record_attempt_in(tx: &Connection, attempt: &NewAttempt) -> Result<AttemptId, CatalogError> {
     if attempt.model.trim().is_empty() {
         return Err(CatalogError::invalid("model", "a model id is required"));
     }
@@ -137,7 +137,7 @@ pub(super) fn save_product(conn: &mut Connection, save: &SaveProduct) -> Result<
 
 /// [`save_product`] inside the caller's transaction, recording `source` in the history (the
 /// import queue saves a product together with its item's `saved`, as [`RevisionSource::Import`]).
-pub(crate) fn save_product_in(
+pub(super) fn save_product_in(
     tx: &Connection,
     save: &SaveProduct,
     source: RevisionSource,
