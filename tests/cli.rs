@@ -228,13 +228,8 @@ async fn a_failing_gemini_opens_the_breaker_for_the_rest_of_the_batch() {
         "[circuit_breaker]\nminimum_number_of_calls = 4\nsliding_window_size = 4\n[retry]\nmax_attempts = 2\nwait_duration = \"10ms\"\n[bulkhead]\nmax_concurrent_calls = 1\n",
     )
     .unwrap();
-    let photos: Vec<PathBuf> = (0..4)
-        .map(|i| {
-            let p = dir.path().join(format!("p{i}.jpg"));
-            std::fs::copy(fixture(), &p).unwrap();
-            p
-        })
-        .collect();
+    // Four different photos: copies of one would be one photo, extracted once.
+    let photos = photos(&dir.path().join("shoot"), 4, 40);
     let mut args = vec!["--config", config.to_str().unwrap(), "extract", "--json"];
     args.extend(photos.iter().map(|p| p.to_str().unwrap()));
     let env = [("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &fake.base_url() as &str)];
@@ -379,4 +374,78 @@ async fn import_exits_1_when_an_item_fails_and_2_on_usage_errors() {
     assert_eq!(out.status.code(), Some(2), "no paths is a usage error");
     let out = cli(&data, &env, &["import", "--concurrency", "0", "x"]).await;
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// One engine: `extract` goes through the queue. The same bytes twice make one request (the
+/// stored proposal comes back); without `--save` the result waits in the queue as `ready`, where
+/// `import status --json` lists it; `--force` asks again.
+#[tokio::test(flavor = "multi_thread")]
+async fn extract_twice_makes_one_request_and_leaves_a_ready_item() {
+    let fake = FakeGemini::start(FakeOptions::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &fake.base_url() as &str)];
+    let photo = fixture();
+    let first = cli(dir.path(), &env, &["extract", "--json", photo.to_str().unwrap()]).await;
+    assert_eq!(first.status.code(), Some(0), "{}", String::from_utf8_lossy(&first.stderr));
+    let second = cli(dir.path(), &env, &["extract", "--json", photo.to_str().unwrap()]).await;
+    assert_eq!(second.status.code(), Some(0), "{}", String::from_utf8_lossy(&second.stderr));
+    assert_eq!(fake.generate_count(), 1, "the same bytes are not sent twice");
+    let (a, b) = (&json_lines(&first)[0], &json_lines(&second)[0]);
+    assert_eq!((a["ok"].as_bool(), b["ok"].as_bool()), (Some(true), Some(true)));
+    assert_eq!(a["product"], b["product"]);
+    assert_eq!(a["attempt_id"], b["attempt_id"], "the stored proposal");
+    assert_eq!(a["usage"], b["usage"]);
+    assert_eq!(b["file"], photo.display().to_string());
+
+    let status = cli(dir.path(), &env, &["import", "status", "--json"]).await;
+    assert_eq!(status.status.code(), Some(0), "{}", String::from_utf8_lossy(&status.stderr));
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(text.contains("\"ready\":1"), "the result waits in the queue for review: {text}");
+
+    // A copy under another name is the same photo; --force asks Gemini again.
+    let copy = dir.path().join("copy.jpg");
+    std::fs::copy(&photo, &copy).unwrap();
+    let out = cli(dir.path(), &env, &["extract", "--json", copy.to_str().unwrap()]).await;
+    assert_eq!(json_lines(&out)[0]["attempt_id"], a["attempt_id"]);
+    assert_eq!(fake.generate_count(), 1);
+    let out = cli(dir.path(), &env, &["extract", "--json", "--force", photo.to_str().unwrap()]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_ne!(json_lines(&out)[0]["attempt_id"], a["attempt_id"]);
+    assert_eq!(fake.generate_count(), 2);
+}
+
+/// While one process works the catalog's queue, `extract` in another hands it the files and
+/// prints their results instead of failing with `conflict`.
+#[tokio::test(flavor = "multi_thread")]
+async fn extract_hands_its_files_to_a_running_import() {
+    let fake =
+        FakeGemini::start(FakeOptions { latency: std::time::Duration::from_millis(300), ..FakeOptions::default() })
+            .await
+            .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &fake.base_url() as &str)];
+    let shoot = dir.path().join("shoot");
+    photos(&shoot, 30, 300);
+    let dir_path = dir.path().to_path_buf();
+    let env_owned: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let shoot_arg = shoot.to_str().unwrap().to_string();
+    let import = tokio::spawn(async move {
+        let env: Vec<(&str, &str)> = env_owned.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        cli(&dir_path, &env, &["import", "--json", "--concurrency", "2", &shoot_arg]).await
+    });
+    // The import holds the queue once it sends.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while fake.generate_count() == 0 {
+        assert!(std::time::Instant::now() < deadline, "the import never started");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let desk = photos(&dir.path().join("desk"), 1, 900);
+    let out = cli(dir.path(), &env, &["extract", "--json", desk[0].to_str().unwrap()]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("handed"), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines = json_lines(&out);
+    assert_eq!(lines[0]["ok"], true, "{lines:?}");
+    let import = import.await.unwrap();
+    assert_eq!(import.status.code(), Some(0), "{}", String::from_utf8_lossy(&import.stderr));
+    assert_eq!(fake.generate_count(), 31, "every photo once");
 }

@@ -107,16 +107,20 @@ fn validate_product_flags_without_dropping() {
     assert_eq!(flags, json!([{"field": "gtin", "kind": "invalid", "message": "the check digit should be 1, not 2"}]));
 }
 
-/// Waits for the catalog to hold an attempt for some photo, and returns (photo_id, attempt_id).
-fn wait_for_attempt(app: &App<MockRuntime>) -> (i64, i64) {
-    let state = app.state::<AppState>();
+/// Drops `paths` as the Extract view does and waits until the first card's item is ready; returns
+/// its item id.
+fn extract_ready(webview: &WebviewWindow<MockRuntime>, paths: Value) -> Value {
+    let rows = invoke(webview, "extract_photos", json!({ "paths": paths })).unwrap();
+    let id = rows[0]["id"].clone();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let attempts = tauri::async_runtime::block_on(state.catalog().attempts(1)).unwrap_or_default();
-        if let Some(a) = attempts.first() {
-            return (a.photo_id, a.id);
+        let item = invoke(webview, "import_item", json!({ "id": id })).unwrap();
+        match item["row"]["state"].as_str() {
+            Some("ready") => return id,
+            Some("queued" | "preparing" | "extracting") => {}
+            other => panic!("the item ended {other:?}: {item}"),
         }
-        assert!(Instant::now() < deadline, "no extraction attempt was recorded");
+        assert!(Instant::now() < deadline, "the dropped photo was not extracted");
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -124,35 +128,34 @@ fn wait_for_attempt(app: &App<MockRuntime>) -> (i64, i64) {
 #[test]
 fn demo_mode_extract_review_save_list() {
     let dir = tempfile::tempdir().unwrap();
-    let (app, webview) = app(dir.path(), env_of(&[]));
+    let (_app, webview) = app(dir.path(), env_of(&[]));
     let status = invoke(&webview, "set_demo_mode", json!({"enabled": true})).unwrap();
     assert_eq!(status["demo"], true);
     assert_eq!(status["api_key"]["source"], "demo");
     assert!(status["base_url"].as_str().unwrap().starts_with("http://127.0.0.1:"), "{status}");
 
-    let tickets =
-        invoke(&webview, "extract_photos", json!({"paths": [fixture()], "onEvent": "__CHANNEL__:7"})).unwrap();
-    assert_eq!(tickets.as_array().unwrap().len(), 1, "{tickets}");
-    assert_eq!(tickets[0]["file_name"], "product.jpg");
+    let cards = invoke(&webview, "extract_photos", json!({"paths": [fixture()]})).unwrap();
+    assert_eq!(cards.as_array().unwrap().len(), 1, "{cards}");
+    assert_eq!(cards[0]["file_name"], "product.jpg");
+    assert_eq!(cards[0]["origin"], "interactive");
 
     // Nothing is in the catalog until Save.
-    let (photo_id, attempt_id) = wait_for_attempt(&app);
+    let item = extract_ready(&webview, json!([fixture()]));
+    assert_eq!(item, cards[0]["id"], "the same photo dropped again is the same card");
     let empty = invoke(&webview, "query_products", json!({"query": {}})).unwrap();
     assert_eq!(empty, json!({"total": 0, "rows": []}));
 
-    let invalid = invoke(
-        &webview,
-        "save_product",
-        json!({"input": {"photo_id": photo_id, "attempt_id": attempt_id, "product": {"name": "X", "gtin": "123"}}}),
-    )
-    .unwrap_err();
+    let invalid =
+        invoke(&webview, "import_save_item", json!({"id": item, "product": {"name": "X", "gtin": "123"}})).unwrap_err();
     assert_eq!(invalid["code"], "validation");
     assert!(invalid["message"].as_str().unwrap().contains("gtin"), "{invalid}");
+    assert_eq!(invalid["data"]["kind"], "validation", "{invalid}");
+    assert_eq!(invalid["data"]["flags"][0]["field"], "gtin", "{invalid}");
 
     let saved = invoke(
         &webview,
-        "save_product",
-        json!({"input": {"photo_id": photo_id, "attempt_id": attempt_id, "product": {"name": "Reviewed Name", "brand": "Acme"}}}),
+        "import_save_item",
+        json!({"id": item, "product": {"name": "Reviewed Name", "brand": "Acme"}}),
     )
     .unwrap();
     assert_eq!(saved["saved"]["name"], "Reviewed Name");
@@ -325,14 +328,13 @@ fn the_app_resumes_an_unfinished_import_at_start() {
 #[test]
 fn catalog_edit_history_delete_duplicate_export_backup() {
     let dir = tempfile::tempdir().unwrap();
-    let (app, webview) = app(dir.path(), env_of(&[]));
+    let (_app, webview) = app(dir.path(), env_of(&[]));
     invoke(&webview, "set_demo_mode", json!({"enabled": true})).unwrap();
-    invoke(&webview, "extract_photos", json!({"paths": [fixture()], "onEvent": "__CHANNEL__:7"})).unwrap();
-    let (photo_id, attempt_id) = wait_for_attempt(&app);
+    let item = extract_ready(&webview, json!([fixture()]));
     let saved = invoke(
         &webview,
-        "save_product",
-        json!({"input": {"photo_id": photo_id, "attempt_id": attempt_id, "product": {"name": "Granola", "category": "Breakfast"}}}),
+        "import_save_item",
+        json!({"id": item, "product": {"name": "Granola", "category": "Breakfast"}}),
     )
     .unwrap();
     let id = saved["id"].clone();
@@ -353,10 +355,20 @@ fn catalog_edit_history_delete_duplicate_export_backup() {
     let invalid = invoke(
         &webview,
         "update_product",
-        json!({"input": {"id": id, "expected_revision": 2, "product": {"name": "X", "gtin": "123"}, "attempt_id": null}}),
+        json!({"input": {"id": id, "expected_revision": 2, "product": {"name": "X", "gtin": "123", "uncertain_fields": ["brand"]}, "attempt_id": null}}),
     )
     .unwrap_err();
     assert_eq!(invalid["code"], "validation");
+    // The refusal carries the product's flags as data: the invalid one, and the unsure one too.
+    let flags: Vec<(&str, &str)> = invalid["data"]["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["field"].as_str().unwrap(), f["kind"].as_str().unwrap()))
+        .collect();
+    assert_eq!(flags, [("gtin", "invalid"), ("brand", "uncertain")], "{invalid}");
+    let stale_has_no_data = edit(1, "Again").unwrap_err();
+    assert_eq!(stale_has_no_data.get("data"), None, "{stale_has_no_data}");
 
     let history = invoke(&webview, "product_history", json!({"id": id})).unwrap();
     assert_eq!(history.as_array().unwrap().len(), 2, "{history}");
@@ -375,7 +387,7 @@ fn catalog_edit_history_delete_duplicate_export_backup() {
     assert_eq!(invoke(&webview, "query_products", json!({"query": {"text": "gran"}})).unwrap()["total"], 1);
     let copy = invoke(&webview, "duplicate_product", json!({"id": id})).unwrap();
     assert_eq!(copy["duplicate_of"], id);
-    assert_eq!(copy["photo_id"], json!(photo_id));
+    assert_eq!(copy["photo_id"], saved["photo_id"]);
     assert_eq!(invoke(&webview, "query_products", json!({"query": {}})).unwrap()["total"], 2);
 
     let out = dir.path().join("shop.csv");
@@ -391,4 +403,71 @@ fn catalog_edit_history_delete_duplicate_export_backup() {
     let restored = invoke(&webview, "restore_catalog", json!({"path": backup_path.to_string_lossy()})).unwrap();
     assert_eq!(restored["products"], 2, "{restored}");
     assert_eq!(invoke(&webview, "query_products", json!({"query": {}})).unwrap()["total"], 2);
+}
+
+#[test]
+fn take_fields_merges_a_reextract_like_the_diff_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_app, webview) = app(dir.path(), env_of(&[]));
+    let saved = json!({"name": "Oat", "brand": "Oatly", "attributes": [{"name": "Flavor", "value": "Plain"}]});
+    let proposal = json!({"name": "Oat Drink", "attributes": [{"name": "Flavor", "value": "Vanilla"}, {"name": "Flavor", "value": "Oat"}]});
+    let merged = invoke(
+        &webview,
+        "take_fields",
+        json!({"saved": saved, "proposal": proposal, "fields": ["name", "attributes.Flavor"]}),
+    )
+    .unwrap();
+    assert_eq!(merged["name"], "Oat Drink");
+    assert_eq!(merged["brand"], "Oatly");
+    assert_eq!(
+        merged["attributes"],
+        json!([{"name": "Flavor", "value": "Vanilla"}, {"name": "Flavor", "value": "Oat"}])
+    );
+    let unknown =
+        invoke(&webview, "take_fields", json!({"saved": saved, "proposal": proposal, "fields": ["nope"]})).unwrap_err();
+    assert_eq!(unknown["code"], "validation", "{unknown}");
+}
+
+/// The UI calls commands only through `ui/src/bindings/commands.ts`: it must hold every
+/// registered command with its argument keys, exactly as the registry generates it now.
+#[test]
+fn the_generated_command_wrappers_hold_every_registered_command() {
+    use product_extractor_lib::bindings::{camel_case, config, generated_files};
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("ui/src/bindings/commands.ts");
+    let on_disk = std::fs::read_to_string(&path).unwrap();
+    let specs = product_extractor_lib::commands::registry(&config());
+    assert!(specs.len() > 30, "{} commands", specs.len());
+    for spec in &specs {
+        let keys: Vec<String> = spec.args.iter().map(|a| camel_case(a.name)).collect();
+        let call = if keys.is_empty() {
+            format!("(\"{}\"),", spec.name)
+        } else {
+            format!("(\"{}\", {{ {} }}),", spec.name, keys.join(", "))
+        };
+        assert!(on_disk.contains(&call), "{} is not in {} as {call}", spec.name, path.display());
+        assert!(on_disk.contains(&format!("  \"{}\",\n", spec.name)), "{} is not in COMMAND_NAMES", spec.name);
+    }
+    let (_, generated) = generated_files().into_iter().find(|(file, _)| *file == "commands.ts").unwrap();
+    assert_eq!(on_disk, generated, "{} is stale: run `cargo test` and commit it", path.display());
+}
+
+/// A photo dropped on Extract and not reviewed yet is still there after the app closes: the
+/// Extract view's cards come back from the queue.
+#[test]
+fn a_pending_review_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let item = {
+        let (_app, webview) = app(dir.path(), env_of(&[]));
+        invoke(&webview, "set_demo_mode", json!({"enabled": true})).unwrap();
+        extract_ready(&webview, json!([fixture()]))
+    };
+    let (_app, webview) = app(dir.path(), env_of(&[]));
+    let pending = invoke(&webview, "extract_pending", json!({})).unwrap();
+    assert_eq!(pending.as_array().unwrap().len(), 1, "{pending}");
+    assert_eq!((&pending[0]["id"], pending[0]["state"].as_str()), (&item, Some("ready")));
+    let detail = invoke(&webview, "import_item", json!({ "id": item })).unwrap();
+    assert!(detail["proposal"]["name"].as_str().is_some_and(|n| !n.is_empty()), "{detail}");
+    // Discarding it is the end of the card.
+    invoke(&webview, "import_discard_item", json!({ "id": item })).unwrap();
+    assert_eq!(invoke(&webview, "extract_pending", json!({})).unwrap(), json!([]));
 }

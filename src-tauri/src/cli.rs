@@ -6,14 +6,17 @@
 mod import;
 mod products;
 
+use std::collections::HashMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use futures_util::StreamExt;
 use pe_core::catalog::{ExportFormat, ProductSummary};
-use pe_core::pipeline::{Extraction, Pipeline};
-use pe_core::ErrorReport;
+use pe_core::import::{
+    ClaimScope, EnqueueOptions, ImportItemDetail, ImportOptions, ImportQueue, ItemState, SkipReason,
+};
+use pe_core::product::{FieldFlag, Product};
+use pe_core::{ErrorCode, ErrorReport};
 use serde_json::json;
 
 use crate::state::{process_env, AppState, Paths};
@@ -73,6 +76,10 @@ pub struct ExtractArgs {
     /// Save every valid extraction to the catalog without review.
     #[arg(long)]
     pub save: bool,
+    /// Ask Gemini again even for photos whose bytes were extracted before (by default their stored
+    /// proposal is printed and nothing is sent).
+    #[arg(long)]
+    pub force: bool,
     /// Photo files (folders are searched for photos).
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
@@ -209,6 +216,11 @@ fn usage_error(message: &str) -> i32 {
     EXIT_USAGE
 }
 
+/// `extract`: the files go through the import queue like every photo (interactive, ahead of any
+/// bulk import), and each file's line waits for its item. The same bytes extracted before give
+/// the stored proposal without a call (unless `--force`); without `--save` the results stay in
+/// the queue as `ready`, for the window or `import status`. When another process (the window, or
+/// a CLI import) works the catalog's queue, the files are handed to it.
 async fn extract(state: &AppState, args: ExtractArgs) -> i32 {
     if state.effective_config().gemini.api_key.is_none() {
         return usage_error(
@@ -217,35 +229,51 @@ async fn extract(state: &AppState, args: ExtractArgs) -> i32 {
         );
     }
     let pipeline = state.pipeline();
-    let files = match tokio::task::spawn_blocking(move || pe_core::pipeline::collect_photo_files(&args.files)).await {
-        Ok(files) => files,
-        Err(e) => return usage_error(&format!("cannot list the files: {e}")),
+    // A line per file now, as a single call gives: failures end the item, they do not hold it.
+    let options = ImportOptions { claims: ClaimScope::Interactive, fail_fast: true, ..ImportOptions::default() };
+    let queue = match ImportQueue::open(pipeline.clone(), options).await {
+        Ok(queue) => queue,
+        Err(e) => return usage_error(&ErrorReport::from(e).message),
     };
-    // As many files at once as the bulkhead has slots; lines come out in the files' order.
-    let concurrency = pipeline.stack().config().bulkhead.max_concurrent_calls.max(1) as usize;
-    let save = args.save;
-    let mut outcomes = futures_util::stream::iter(files)
-        .map(|file| {
-            let pipeline = pipeline.clone();
-            async move {
-                let outcome = extract_one(&pipeline, &file, save).await;
-                (file, outcome)
-            }
-        })
-        .buffered(concurrency);
+    if !queue.is_working() {
+        eprintln!("note: another product-extractor (the window, or an import) works this catalog's queue; the files are handed to it");
+    }
+    let given: HashMap<PathBuf, PathBuf> =
+        args.files.iter().map(|f| (std::path::absolute(f).unwrap_or_else(|_| f.clone()), f.clone())).collect();
+    let enqueue = EnqueueOptions { force: args.force, ..EnqueueOptions::interactive() };
+    let enqueued = match queue.enqueue_files(args.files, enqueue).await {
+        Ok(enqueued) => enqueued,
+        Err(e) => {
+            eprintln!("error: {}", ErrorReport::from(e));
+            return EXIT_FAILED;
+        }
+    };
     let (mut ok, mut failed) = (0usize, 0usize);
     let mut stdout = std::io::stdout().lock();
-    while let Some((file, outcome)) = outcomes.next().await {
+    for file in &enqueued.files {
+        let detail = tokio::select! {
+            detail = queue.finished(file.result_of) => detail,
+            _ = tokio::signal::ctrl_c() => {
+                eprintln!("interrupted: the files wait in the queue; run the same command again to get their results");
+                return EXIT_FAILED;
+            }
+        };
+        let outcome = match detail {
+            Ok(detail) => outcome_of(&queue, state, detail, args.save).await,
+            Err(e) => Err(ErrorReport::from(e)),
+        };
         if outcome.is_ok() {
             ok += 1;
         } else {
             failed += 1;
         }
-        let line = if args.json { json_line(&file, &outcome) } else { text_line(&file, &outcome) };
+        let shown = given.get(Path::new(&file.path)).map_or_else(|| PathBuf::from(&file.path), Clone::clone);
+        let line = if args.json { json_line(&shown, &outcome) } else { text_line(&shown, &outcome) };
         if writeln!(stdout, "{line}").and_then(|()| stdout.flush()).is_err() {
             return EXIT_FAILED;
         }
     }
+    queue.shutdown().await;
     let breaker = pipeline.stack().breaker().actuator_json();
     let summary = if args.json {
         json!({"summary": {"files": ok + failed, "ok": ok, "failed": failed, "breaker": breaker}}).to_string()
@@ -262,17 +290,67 @@ async fn extract(state: &AppState, args: ExtractArgs) -> i32 {
     }
 }
 
-async fn extract_one(pipeline: &Pipeline, file: &std::path::Path, save: bool) -> Outcome {
-    match pipeline.extract(file, |_| {}).await {
-        Ok(extraction) if save => {
-            match pipeline.save(extraction.photo_id, Some(extraction.attempt_id), extraction.product.clone()).await {
-                Ok(record) => Ok((extraction, Some(record.id))),
-                Err(e) => Err(ErrorReport::from(e)),
-            }
+/// What an item means for its file's line: the proposal (saved first with `--save`), or the error.
+async fn outcome_of(queue: &ImportQueue, state: &AppState, detail: ImportItemDetail, save: bool) -> Outcome {
+    let row = &detail.row;
+    match (row.state, detail.proposal, detail.attempt, &row.skipped) {
+        (ItemState::Ready | ItemState::Saved, Some(product), Some(attempt), _) => {
+            let saved = match (save, row.state) {
+                (false, _) => None,
+                (true, ItemState::Saved) => row.product_id,
+                (true, _) => Some(queue.save_item(row.id, product.clone()).await.map_err(ErrorReport::from)?.id),
+            };
+            let answer = Answer {
+                flags: detail.flags,
+                product,
+                usage: attempt.usage.unwrap_or_default(),
+                model: attempt.model,
+                latency_ms: attempt.latency_ms,
+                photo_id: row.photo_id.unwrap_or_default(),
+                attempt_id: attempt.id,
+            };
+            Ok((answer, saved))
         }
-        Ok(extraction) => Ok((extraction, None)),
-        Err(e) => Err(ErrorReport::from(e)),
+        (_, _, _, Some(skip)) if skip.reason == SkipReason::AlreadyInCatalog => {
+            let product_id = skip.duplicate_of_product.unwrap_or_default();
+            let answer = stored_answer(state, product_id).await?;
+            Ok((answer, save.then_some(product_id)))
+        }
+        (_, _, _, Some(skip)) => {
+            let code = match skip.reason {
+                SkipReason::UnsupportedFormat => ErrorCode::UnsupportedFormat,
+                SkipReason::NotAPhoto => ErrorCode::InvalidImage,
+                _ => ErrorCode::Io,
+            };
+            Err(ErrorReport::new(code, skip.message.clone()))
+        }
+        _ => Err(row.last_error.clone().unwrap_or_else(|| {
+            ErrorReport::new(ErrorCode::Io, format!("Item #{} ended as {} without a result.", row.id, row.state))
+        })),
     }
+}
+
+/// The proposal a product in the catalog was saved from: the same bytes are not sent again.
+async fn stored_answer(state: &AppState, product_id: i64) -> Result<Answer, ErrorReport> {
+    let record = state.catalog().get_product(product_id).await?;
+    let attempts = state.catalog().attempts(record.photo_id).await?;
+    let attempt = attempts.into_iter().find(|a| Some(a.id) == record.attempt_id);
+    let product = attempt.as_ref().and_then(|a| a.proposal.clone()).unwrap_or_else(|| record.saved.clone());
+    let usage = attempt.as_ref().map(|a| pe_core::gemini::Usage {
+        prompt_tokens: a.prompt_tokens.unwrap_or_default(),
+        output_tokens: a.output_tokens.unwrap_or_default(),
+        thoughts_tokens: a.thoughts_tokens.unwrap_or_default(),
+        total_tokens: a.total_tokens.unwrap_or_default(),
+    });
+    Ok(Answer {
+        flags: product.validate(),
+        product,
+        usage: usage.unwrap_or_default(),
+        model: attempt.as_ref().map(|a| a.model.clone()).unwrap_or_default(),
+        latency_ms: attempt.as_ref().map_or(0, |a| a.latency_ms),
+        photo_id: record.photo_id,
+        attempt_id: record.attempt_id.unwrap_or_default(),
+    })
 }
 
 fn breaker(state: &AppState, json: bool) -> i32 {
@@ -307,7 +385,18 @@ fn breaker(state: &AppState, json: bool) -> i32 {
     EXIT_OK
 }
 
-type Outcome = Result<(Extraction, Option<i64>), ErrorReport>;
+/// One file's answer, as `extract` prints it.
+struct Answer {
+    product: Product,
+    flags: Vec<FieldFlag>,
+    usage: pe_core::gemini::Usage,
+    model: String,
+    latency_ms: u64,
+    photo_id: i64,
+    attempt_id: i64,
+}
+
+type Outcome = Result<(Answer, Option<i64>), ErrorReport>;
 
 fn json_line(file: &std::path::Path, outcome: &Outcome) -> String {
     let file = file.display().to_string();

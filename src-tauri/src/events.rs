@@ -15,7 +15,11 @@ pub const RESILIENCE_EVENT: &str = "resilience://snapshot";
 /// The event the import view listens to; its payload is an `ImportProgress`.
 pub const IMPORT_EVENT: &str = "import://progress";
 
-/// How often the bridge tries again to open an import queue another process holds.
+/// The event each import item's state change sends (the Extract view's cards, the import list);
+/// its payload is an `ItemChanged`.
+pub const IMPORT_ITEM_EVENT: &str = "import://item";
+
+/// How long the bridge waits before trying again to open the queue after a failure.
 const IMPORT_RETRY: Duration = Duration::from_secs(5);
 
 /// The least time between two events: bursts in between coalesce into the next one.
@@ -47,10 +51,9 @@ pub async fn resilience_bridge<R: Runtime>(app: AppHandle<R>, state: AppState) {
 }
 
 /// Opens the import queue (so an unfinished import resumes at start) and forwards its progress
-/// as `import://progress`, coalesced like the breaker's snapshots.
+/// as `import://progress`, coalesced like the breaker's snapshots, and each item's change as
+/// `import://item`.
 pub async fn import_bridge<R: Runtime>(app: AppHandle<R>, state: AppState) {
-    // Another process (a CLI import) may hold the queue: try again until it lets go, so the
-    // progress events start as soon as the window can work the queue.
     let mut warned = false;
     let queue = loop {
         match state.import_queue().await {
@@ -64,6 +67,22 @@ pub async fn import_bridge<R: Runtime>(app: AppHandle<R>, state: AppState) {
             }
         }
     };
+    let mut items = queue.subscribe();
+    let items_app = app.clone();
+    tauri::async_runtime::spawn(async move {
+        loop {
+            match items.recv().await {
+                Ok(changed) => {
+                    if let Err(e) = items_app.emit(IMPORT_ITEM_EVENT, changed) {
+                        tracing::debug!("import item event not delivered: {e}");
+                    }
+                }
+                // The window re-reads what it shows on the next progress event.
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    });
     let mut progress = queue.progress();
     loop {
         let snapshot = progress.borrow_and_update().clone();

@@ -2,17 +2,18 @@
 //!
 //! - [`cli`] parses the command line; a subcommand runs headless and never touches GTK.
 //! - [`state`] holds the paths, the catalog and the live pipeline.
-//! - [`commands`] are the Tauri commands, one file per domain, registered in [`setup`].
-//! - [`jobs`] runs one extraction per dropped photo and streams its stages to the window.
+//! - [`commands`] are the Tauri commands, one file per domain, listed once in its registry.
+//! - [`bindings`] writes the command wrappers and shared constants for the UI (TypeScript).
 //! - [`dto`] are the IPC shapes that are not core types; their TypeScript twins are generated.
-//! - [`events`] bridges the core's resilience snapshots to the window's live breaker panel.
+//! - [`events`] bridges the core's resilience snapshots and the import queue's progress and item
+//!   changes to the window.
 //! - [`logging`] writes the rotating log file.
 
+pub mod bindings;
 pub mod cli;
 pub mod commands;
 pub mod dto;
 pub mod events;
-pub mod jobs;
 pub mod logging;
 pub mod state;
 
@@ -36,44 +37,7 @@ pub fn setup<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tauri::
             tauri::async_runtime::spawn(events::import_bridge(app.handle().clone(), import_state));
             Ok(())
         })
-        .invoke_handler(tauri::generate_handler![
-            commands::settings::app_status,
-            commands::settings::get_settings,
-            commands::settings::save_settings,
-            commands::settings::test_connection,
-            commands::settings::set_demo_mode,
-            commands::extract::extract_photos,
-            commands::extract::reextract,
-            commands::extract::validate_product,
-            commands::extract::save_product,
-            commands::extract::preview_photo,
-            commands::catalog::query_products,
-            commands::catalog::catalog_facets,
-            commands::catalog::get_product,
-            commands::catalog::product_history,
-            commands::catalog::update_product,
-            commands::catalog::delete_product,
-            commands::catalog::undelete_product,
-            commands::catalog::duplicate_product,
-            commands::catalog::reextract_product,
-            commands::catalog::export_catalog,
-            commands::catalog::backup_catalog,
-            commands::catalog::restore_catalog,
-            commands::import::contains_folder,
-            commands::import::import_paths,
-            commands::import::import_progress,
-            commands::import::import_items,
-            commands::import::import_item,
-            commands::import::import_thumbnail,
-            commands::import::import_control,
-            commands::import::import_save_item,
-            commands::import::import_discard_item,
-            commands::import::import_save_all_ready,
-            commands::import::import_undo_save_all,
-            commands::import::import_force,
-            commands::breaker::resilience_snapshot,
-            commands::breaker::breaker_control,
-        ])
+        .invoke_handler(commands::invoke_handler())
 }
 
 /// The process entry: a subcommand runs headless; otherwise the window opens. Returns the exit

@@ -4,7 +4,6 @@
 //! `AppState` is a cheap handle (`Arc` inside); commands clone it into the tasks they spawn.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -16,12 +15,8 @@ use pe_core::import::{ImportOptions, ImportQueue};
 use pe_core::pipeline::{system_clock, Pipeline, UnixClock};
 use pe_core::resilience::ResilienceStack;
 use pe_core::ErrorReport;
-use tokio::sync::Semaphore;
 
 use crate::dto::{AppStatus, KeySource, KeyStatus};
-
-/// How many photos are prepared and extracted at once in the window.
-pub const CONCURRENT_JOBS: usize = 4;
 
 /// The name of the one resilience stack (and its breaker) around Gemini calls.
 pub const STACK_NAME: &str = "gemini";
@@ -74,12 +69,9 @@ struct Shared {
     live: RwLock<Live>,
     /// Serializes Settings saves and demo toggles, which await (starting the fake server).
     reconfigure: tokio::sync::Mutex<()>,
-    /// Bounds the photos worked on at once, so a dropped folder does not start hundreds of calls.
-    jobs: Arc<Semaphore>,
     /// The one resilience stack named `gemini`; replaced (the breaker resets) only when its
     /// settings change. The panel's bridge watches this to follow a replacement.
     stack: tokio::sync::watch::Sender<ResilienceStack>,
-    next_job: AtomicU64,
     /// The bulk-import queue, opened on first use: at startup, so that an import a previous
     /// session left unfinished resumes. It follows the live pipeline.
     import: tokio::sync::OnceCell<ImportQueue>,
@@ -116,9 +108,7 @@ impl AppState {
                 catalog,
                 live: RwLock::new(live),
                 reconfigure: tokio::sync::Mutex::new(()),
-                jobs: Arc::new(Semaphore::new(CONCURRENT_JOBS)),
                 stack: tokio::sync::watch::channel(stack).0,
-                next_job: AtomicU64::new(1),
                 import: tokio::sync::OnceCell::new(),
             }),
         })
@@ -160,8 +150,8 @@ impl AppState {
         self.shared.stack.subscribe()
     }
 
-    /// The import queue, opened (and resumed) on first use. `conflict` while another process
-    /// (e.g. a CLI import) works this data dir's queue.
+    /// The import queue, opened (and resumed) on first use. While another process (e.g. a CLI
+    /// import) works this data dir's queue, it is handed the window's items and the window follows.
     pub async fn import_queue(&self) -> Result<ImportQueue, ErrorReport> {
         let queue = self.shared.import.get_or_try_init(|| ImportQueue::open(self.pipeline(), window_import_options()));
         Ok(queue.await?.clone())
@@ -172,14 +162,6 @@ impl AppState {
         if let Some(queue) = self.shared.import.get() {
             queue.set_pipeline(self.pipeline());
         }
-    }
-
-    pub fn job_slots(&self) -> Arc<Semaphore> {
-        self.shared.jobs.clone()
-    }
-
-    pub fn next_job_id(&self) -> u64 {
-        self.shared.next_job.fetch_add(1, Ordering::Relaxed)
     }
 
     pub fn status(&self) -> AppStatus {

@@ -75,6 +75,11 @@ struct Report {
     rusage_max_rss_kib: i64,
     max_in_flight: usize,
     calls: usize,
+    /// Bytes the import child read through read(2) (`rchar`, page cache included) and from the
+    /// disk (`read_bytes`), and the photos' total size: how often each file is read.
+    rchar: u64,
+    read_bytes: u64,
+    photo_bytes: u64,
 }
 
 fn orchestrate(sizes: &[usize]) -> bool {
@@ -106,6 +111,15 @@ fn orchestrate(sizes: &[usize]) -> bool {
             report.failed,
             report.vm_hwm_kib as f64 / 1024.0,
             report.rusage_max_rss_kib as f64 / 1024.0,
+        );
+        let per_photo = |bytes: u64| bytes as f64 / n as f64 / 1024.0;
+        println!(
+            "  read per photo: {:.0} KiB through read(2) (rchar), {:.0} KiB from the disk (read_bytes), \
+             for {:.0} KiB photos: each file read {:.2}× (the SHA-256 at enqueue is reused, never computed again)",
+            per_photo(report.rchar),
+            per_photo(report.read_bytes),
+            per_photo(report.photo_bytes),
+            report.rchar as f64 / report.photo_bytes.max(1) as f64,
         );
         reports.push((n, bound_ms, report));
     }
@@ -257,6 +271,9 @@ fn parse(line: &str) -> Report {
             "ready" => r.ready = value.parse().unwrap(),
             "failed" => r.failed = value.parse().unwrap(),
             "vm_hwm_kib" => r.vm_hwm_kib = value.parse().unwrap(),
+            "rchar" => r.rchar = value.parse().unwrap(),
+            "read_bytes" => r.read_bytes = value.parse().unwrap(),
+            "photo_bytes" => r.photo_bytes = value.parse().unwrap(),
             _ => {}
         }
     }
@@ -301,19 +318,32 @@ fn import(folder: &Path, base_url: &str, k: u32) {
         .unwrap();
         let pipeline = Pipeline::new(client, stack, catalog, ImageConfig::default(), system_clock());
         let queue = ImportQueue::open(pipeline, ImportOptions::default()).await.unwrap();
+        let photo_bytes: u64 = std::fs::read_dir(folder).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum();
+        let io_before = proc_io();
         let started = Instant::now();
         queue.enqueue(vec![folder.to_path_buf()], EnqueueOptions::default()).await.unwrap();
         let enqueue_ms = started.elapsed().as_secs_f64() * 1000.0;
         let progress = queue.settled().await;
         let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
         queue.shutdown().await;
+        let io = proc_io();
         println!(
-            "wall_ms={wall_ms:.1} enqueue_ms={enqueue_ms:.1} ready={} failed={} vm_hwm_kib={}",
+            "wall_ms={wall_ms:.1} enqueue_ms={enqueue_ms:.1} ready={} failed={} vm_hwm_kib={} rchar={} read_bytes={} photo_bytes={photo_bytes}",
             progress.counts.ready,
             progress.counts.failed,
-            vm_hwm_kib()
+            vm_hwm_kib(),
+            io.0 - io_before.0,
+            io.1 - io_before.1,
         );
     });
+}
+
+/// This process's `rchar` and `read_bytes` from `/proc/self/io` (0 where it is not there).
+fn proc_io() -> (u64, u64) {
+    let io = std::fs::read_to_string("/proc/self/io").unwrap_or_default();
+    let field =
+        |name: &str| io.lines().find_map(|l| l.strip_prefix(name)).and_then(|v| v.trim().parse().ok()).unwrap_or(0);
+    (field("rchar:"), field("read_bytes:"))
 }
 
 /// This process's peak resident set (`VmHWM`), KiB; 0 where /proc is not there.

@@ -8,6 +8,8 @@
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+use crate::product::FieldFlag;
+
 /// The stable identifier of an error, as the UI and the CLI see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
@@ -102,6 +104,22 @@ impl std::fmt::Display for ErrorCode {
 /// Implemented by every core error type: which stable code it maps to.
 pub trait Coded: std::error::Error {
     fn code(&self) -> ErrorCode;
+
+    /// What the UI can act on beyond the code, as data (never parsed from the message).
+    fn data(&self) -> Option<ErrorData> {
+        None
+    }
+}
+
+/// Typed details of an error, for the UI to act on without parsing the message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[ts(export)]
+pub enum ErrorData {
+    /// A save refused for validation: the product's flags as the check found them (the invalid
+    /// ones are why it was refused; uncertain ones ride along so the form can show every flag).
+    /// Attribute flags name the product's attribute indices, `attributes[2].name`.
+    Validation { flags: Vec<FieldFlag> },
 }
 
 /// An error as it crosses a boundary (Tauri command result, CLI JSON line): the code, a message a
@@ -114,16 +132,28 @@ pub struct ErrorReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub detail: Option<String>,
+    /// Set for errors the UI acts on as data, e.g. the flags of a save refused for validation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub data: Option<ErrorData>,
 }
 
 impl ErrorReport {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self { code, message: message.into(), detail: None }
+        Self { code, message: message.into(), detail: None, data: None }
     }
 
     pub fn from_error<E: Coded + ?Sized>(err: &E) -> Self {
         let detail = std::error::Error::source(err).map(|s| s.to_string());
-        Self { code: err.code(), message: err.to_string(), detail }
+        Self { code: err.code(), message: err.to_string(), detail, data: err.data() }
+    }
+
+    /// The flags of a save refused for validation, if this is one.
+    pub fn validation_flags(&self) -> Option<&[FieldFlag]> {
+        match &self.data {
+            Some(ErrorData::Validation { flags }) => Some(flags),
+            None => None,
+        }
     }
 }
 
@@ -176,5 +206,27 @@ mod tests {
         ] {
             assert_eq!(serde_json::to_value(code).unwrap(), serde_json::json!(code.as_str()));
         }
+    }
+
+    #[test]
+    fn data_is_additive_on_the_wire() {
+        let plain = ErrorReport::new(ErrorCode::Io, "disk full");
+        assert_eq!(serde_json::to_value(&plain).unwrap(), serde_json::json!({"code": "io", "message": "disk full"}));
+        // A report stored before `data` existed still reads.
+        let old: ErrorReport = serde_json::from_str(r#"{"code":"validation","message":"m"}"#).unwrap();
+        assert_eq!(old.data, None);
+
+        let flag = FieldFlag { field: "gtin".into(), kind: crate::product::FlagKind::Invalid, message: "bad".into() };
+        let refused = ErrorReport {
+            data: Some(ErrorData::Validation { flags: vec![flag.clone()] }),
+            ..ErrorReport::new(ErrorCode::Validation, "Not saved")
+        };
+        assert_eq!(
+            serde_json::to_value(&refused).unwrap(),
+            serde_json::json!({"code": "validation", "message": "Not saved", "data": {"kind": "validation", "flags": [
+                {"field": "gtin", "kind": "invalid", "message": "bad"}
+            ]}})
+        );
+        assert_eq!(refused.validation_flags(), Some(&[flag][..]));
     }
 }

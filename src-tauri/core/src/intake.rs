@@ -247,6 +247,19 @@ fn jpeg_data_url(jpeg: &[u8]) -> String {
 // Format detection
 // ---------------------------------------------------------------------------------------------
 
+/// The file extensions a folder walk picks up, lower case: the one list of photo types for the
+/// import queue's walker and the window (exported to the UI as `PHOTO_EXTENSIONS`). A file named
+/// explicitly is always tried: intake decides by its bytes, not its name (HEIC and HEIF are
+/// listed so that they are reported as unsupported rather than ignored).
+pub const PHOTO_EXTENSIONS: &[&str] = &["jpg", "jpeg", "jfif", "png", "webp", "gif", "heic", "heif"];
+
+/// Whether a folder walk picks this file up (by extension, any case).
+pub fn has_photo_extension(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|ext| PHOTO_EXTENSIONS.iter().any(|p| p.eq_ignore_ascii_case(ext)))
+}
+
 /// Detects the format from the first bytes. Never looks at a file name.
 pub fn detect_format(bytes: &[u8]) -> Result<SourceFormat, IntakeError> {
     let unsupported = |name: &str| Err(IntakeError::Unsupported { format: name.into() });
@@ -356,18 +369,33 @@ pub fn detect_format(bytes: &[u8]) -> Result<SourceFormat, IntakeError> {
 /// Prepares the bytes of a photo file for upload. Blocking CPU work (tens of milliseconds for a
 /// 12 MP JPEG): do not call it on an async worker thread.
 pub fn prepare_bytes(bytes: &[u8], cfg: &ImageConfig) -> Result<PreparedImage, IntakeError> {
-    guard_panics(|| prepare_bytes_inner(bytes, cfg))
+    guard_panics(|| prepare_bytes_inner(bytes, cfg, None))
 }
 
 /// Checks the file's size *before* reading it, then [`prepare_bytes`]. Blocking.
 pub fn prepare_file(path: &Path, cfg: &ImageConfig) -> Result<PreparedImage, IntakeError> {
-    let bytes = read_checked(path, cfg)?;
-    prepare_bytes(&bytes, cfg)
+    prepare_file_known(path, cfg, None)
 }
 
-/// [`prepare_file`] on tokio's blocking thread pool.
-pub async fn prepare_file_async(path: PathBuf, cfg: ImageConfig) -> Result<PreparedImage, IntakeError> {
-    tokio::task::spawn_blocking(move || prepare_file(&path, &cfg))
+/// [`prepare_file`] for a file whose SHA-256 is known already (the import queue hashed it while
+/// queueing): the bytes are read once more to decode, never hashed again. A file changed between
+/// the two keeps the hash it was queued with.
+pub fn prepare_file_known(
+    path: &Path,
+    cfg: &ImageConfig,
+    sha256: Option<String>,
+) -> Result<PreparedImage, IntakeError> {
+    let bytes = read_checked(path, cfg)?;
+    guard_panics(|| prepare_bytes_inner(&bytes, cfg, sha256))
+}
+
+/// [`prepare_file_known`] on tokio's blocking thread pool.
+pub async fn prepare_file_async(
+    path: PathBuf,
+    cfg: ImageConfig,
+    sha256: Option<String>,
+) -> Result<PreparedImage, IntakeError> {
+    tokio::task::spawn_blocking(move || prepare_file_known(&path, &cfg, sha256))
         .await
         .map_err(|e| IntakeError::Internal { detail: e.to_string() })?
 }
@@ -426,14 +454,14 @@ fn guard_panics<T>(f: impl FnOnce() -> Result<T, IntakeError>) -> Result<T, Inta
     })
 }
 
-fn prepare_bytes_inner(bytes: &[u8], cfg: &ImageConfig) -> Result<PreparedImage, IntakeError> {
+fn prepare_bytes_inner(bytes: &[u8], cfg: &ImageConfig, sha256: Option<String>) -> Result<PreparedImage, IntakeError> {
     check_file_len(bytes.len() as u64, cfg)?;
     let source_format = detect_format(bytes)?;
     let decoded = decode_scaled(bytes, source_format, cfg.max_pixels, cfg.max_long_edge.max(1))?;
     let jpeg = encode_jpeg(&decoded.image, cfg.jpeg_quality.clamp(1, 100))?;
     let thumb = fit_within(&decoded.image, THUMBNAIL_LONG_EDGE)?;
     let thumbnail_jpeg = encode_jpeg(thumb.as_ref().unwrap_or(&decoded.image), THUMBNAIL_QUALITY)?;
-    let sha256 = hex::encode(Sha256::digest(bytes));
+    let sha256 = sha256.unwrap_or_else(|| hex::encode(Sha256::digest(bytes)));
     tracing::debug!(
         format = %source_format,
         original = %format_args!("{}x{}", decoded.original_width, decoded.original_height),
@@ -1572,9 +1600,9 @@ mod tests {
         let path = dir.path().join("a.webp");
         let img = image::RgbaImage::from_fn(64, 32, |_, _| image::Rgba([1, 2, 3, 255]));
         std::fs::write(&path, encode_with_image(DynamicImage::ImageRgba8(img), ImageFormat::WebP)).unwrap();
-        let p = prepare_file_async(path, cfg()).await.unwrap();
+        let p = prepare_file_async(path, cfg(), None).await.unwrap();
         assert_eq!((p.width, p.height, p.source_format), (64, 32, SourceFormat::WebP));
-        let err = prepare_file_async(dir.path().join("nope.png"), cfg()).await.unwrap_err();
+        let err = prepare_file_async(dir.path().join("nope.png"), cfg(), None).await.unwrap_err();
         assert_eq!(err.code(), ErrorCode::Io);
     }
 
@@ -1588,5 +1616,10 @@ mod tests {
         assert_eq!(SourceFormat::WebP.to_string(), "WebP");
         assert_eq!(megabytes(20_000_000), "20 MB");
         assert_eq!(megabytes(24_300_000), "24.3 MB");
+    }
+
+    #[test]
+    fn photo_extensions_match_any_case() {
+        assert!(has_photo_extension(Path::new("a/B.JPG")) && !has_photo_extension(Path::new("notes.txt")));
     }
 }

@@ -1,34 +1,27 @@
-//! The pipeline: one photo file becomes a proposal in the audit trail, and, after review, a
-//! product in the catalog.
+//! The pipeline: the steps one photo is made of, which the one engine (the import queue, see
+//! [`crate::import`]) runs for every item with its bookkeeping between them.
 //!
 //! ```text
-//! extract(file)  ─ intake (blocking pool) ─ record_photo (catalog thread, own tx)
-//!                ─ Gemini call (no transaction open anywhere)
-//!                ─ record_attempt (catalog thread, own tx) ─ Extraction (proposal + flags)
+//! prepare_known(file, sha256) ─ intake (blocking pool)
+//! record_photo                ─ catalog thread, own tx
+//! call_gemini                 ─ through the resilience stack (no transaction open anywhere)
+//! GeminiCall::into_outcome    ─ the attempt to record, with the proposal or the error
 //! save(photo, attempt, reviewed product) ─ validate ─ save_product (one tx)
 //! ```
 //! Every catalog call is its own short transaction on the catalog thread, so no transaction can
 //! span the network call. Nothing reaches the products table without a save checked by
-//! [`checked_for_save`]: [`Pipeline::save`], which the app calls on the reviewer's Save and the CLI
-//! on `--save`, or the import queue's `save_item` (see [`crate::import`]).
-//!
-//! `extract` is a composition of public steps — [`Pipeline::prepare`], [`Pipeline::record_photo`],
-//! [`Pipeline::call_gemini`] and [`GeminiCall::into_outcome`] (the attempt to record) — which the
-//! bulk import runs itself, with its queue bookkeeping between them and [`SlotPolicy::Wait`].
+//! [`checked_for_save`]: [`Pipeline::save`], or the import queue's `save_item`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde::Serialize;
-use ts_rs::TS;
-
 use crate::catalog::{
     local_user, AttemptId, AttemptOutcome, AttemptUsage, Catalog, CatalogError, NewAttempt, NewPhoto, PhotoId,
-    ProductId, ProductRecord, SaveProduct,
+    ProductRecord, SaveProduct,
 };
 use crate::config::ImageConfig;
-use crate::error::{Coded, ErrorCode};
+use crate::error::{Coded, ErrorCode, ErrorData};
 use crate::gemini::{GeminiClient, GeminiError, GeminiExtraction, Usage};
 use crate::intake::{self, IntakeError, PreparedImage};
 use crate::product::{FieldFlag, FlagKind, Product};
@@ -43,33 +36,6 @@ pub fn system_clock() -> UnixClock {
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
     })
-}
-
-/// What the pipeline reports while it works on one photo.
-#[derive(Debug)]
-pub enum Stage<'a> {
-    Preparing,
-    Prepared(&'a PreparedImage),
-    Extracting,
-}
-
-/// A finished extraction, waiting for review.
-#[derive(Debug, Clone)]
-pub struct Extraction {
-    pub file: PathBuf,
-    pub photo_id: PhotoId,
-    pub attempt_id: AttemptId,
-    pub sha256: String,
-    /// What Gemini proposed, normalized but not corrected.
-    pub product: Product,
-    /// What the reviewer must look at.
-    pub flags: Vec<FieldFlag>,
-    pub usage: Usage,
-    pub raw_response: String,
-    pub model: String,
-    pub latency_ms: u64,
-    /// The product this photo (same bytes) was already saved as, if any.
-    pub existing_product_id: Option<ProductId>,
 }
 
 /// Why an extraction failed. The photo's own faults and Gemini's are kept apart by their codes.
@@ -127,11 +93,19 @@ impl Coded for ExtractError {
             Self::TimedOut(_) => ErrorCode::Timeout,
         }
     }
+
+    fn data(&self) -> Option<ErrorData> {
+        match self {
+            Self::Catalog(e) => e.data(),
+            _ => None,
+        }
+    }
 }
 
 /// Why a save was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum SaveError {
+    /// The product's flags; at least one is invalid.
     #[error("{}", invalid_message(.0))]
     Invalid(Vec<FieldFlag>),
     #[error(transparent)]
@@ -139,7 +113,8 @@ pub enum SaveError {
 }
 
 fn invalid_message(flags: &[FieldFlag]) -> String {
-    let list: Vec<String> = flags.iter().map(|f| format!("{}: {}", f.field, f.message)).collect();
+    let list: Vec<String> =
+        flags.iter().filter(|f| f.kind == FlagKind::Invalid).map(|f| format!("{}: {}", f.field, f.message)).collect();
     format!("Not saved — fix the highlighted fields first ({}).", list.join("; "))
 }
 
@@ -150,31 +125,11 @@ impl Coded for SaveError {
             Self::Catalog(e) => e.code(),
         }
     }
-}
 
-/// A summary of a prepared photo, as the UI shows it on a card.
-#[derive(Debug, Clone, Serialize, TS)]
-#[ts(export)]
-pub struct PreparedSummary {
-    pub thumbnail: String,
-    pub width: u32,
-    pub height: u32,
-    pub original_width: u32,
-    pub original_height: u32,
-    pub sha256: String,
-    pub estimated_tokens: u32,
-}
-
-impl PreparedSummary {
-    pub fn of(image: &PreparedImage) -> Self {
-        Self {
-            thumbnail: image.thumbnail_data_url(),
-            width: image.width,
-            height: image.height,
-            original_width: image.original_width,
-            original_height: image.original_height,
-            sha256: image.sha256.clone(),
-            estimated_tokens: image.estimated_input_tokens(),
+    fn data(&self) -> Option<ErrorData> {
+        match self {
+            Self::Invalid(flags) => Some(ErrorData::Validation { flags: flags.clone() }),
+            Self::Catalog(e) => e.data(),
         }
     }
 }
@@ -221,59 +176,15 @@ impl Pipeline {
         &self.clock
     }
 
-    /// Prepares the photo, asks Gemini, and records the attempt (success or failure) in the audit
-    /// trail. Intake errors never reach the network and are not recorded as attempts.
-    ///
-    /// The steps are the pipeline's public building blocks ([`Pipeline::prepare`],
-    /// [`Pipeline::record_photo`], [`Pipeline::call_gemini`], [`GeminiCall::into_parts`]); the
-    /// bulk import runs the same steps with its own bookkeeping in between.
-    pub async fn extract(
-        &self,
-        file: &Path,
-        mut on_stage: impl FnMut(Stage<'_>) + Send,
-    ) -> Result<Extraction, ExtractError> {
-        on_stage(Stage::Preparing);
-        let image = self.prepare(file).await?;
-        on_stage(Stage::Prepared(&image));
-        let photo_id = self.record_photo(file, &image).await?;
-
-        on_stage(Stage::Extracting);
-        // No transaction is open here: the catalog's calls above and below are each complete.
-        let call = self.call_gemini(photo_id, &image, SlotPolicy::Configured).await;
-        match call.into_outcome() {
-            GeminiOutcome::Answered { attempt, answer } => {
-                let latency_ms = attempt.latency_ms;
-                let attempt_id = self.catalog.record_attempt(attempt).await?;
-                let existing_product_id = self.catalog.product_for_photo(photo_id).await?;
-                let answer = *answer;
-                Ok(Extraction {
-                    file: file.to_path_buf(),
-                    photo_id,
-                    attempt_id,
-                    sha256: image.sha256,
-                    flags: answer.product.validate(),
-                    product: answer.product,
-                    usage: answer.usage,
-                    raw_response: answer.raw_response,
-                    model: self.gemini.model().to_string(),
-                    latency_ms,
-                    existing_product_id,
-                })
-            }
-            GeminiOutcome::Failed { attempt, error } => {
-                if let Some(attempt) = attempt {
-                    if let Err(audit) = self.catalog.record_attempt(attempt).await {
-                        tracing::warn!(error = %audit, "could not record the failed attempt");
-                    }
-                }
-                Err(error)
-            }
-        }
-    }
-
     /// Step 1: the photo, prepared for upload on the blocking pool. Never touches the network.
     pub async fn prepare(&self, file: &Path) -> Result<PreparedImage, IntakeError> {
-        intake::prepare_file_async(file.to_path_buf(), self.image.clone()).await
+        self.prepare_known(file, None).await
+    }
+
+    /// [`Pipeline::prepare`] for a file whose SHA-256 was computed when it was queued: not hashed
+    /// again.
+    pub async fn prepare_known(&self, file: &Path, sha256: Option<String>) -> Result<PreparedImage, IntakeError> {
+        intake::prepare_file_async(file.to_path_buf(), self.image.clone(), sha256).await
     }
 
     /// Step 2: the prepared photo in the catalog (its own short transaction); the same bytes are
@@ -337,11 +248,11 @@ impl Pipeline {
 /// What the reviewer saves, normalized; refused with the invalid fields' flags.
 pub fn checked_for_save(product: Product) -> Result<Product, SaveError> {
     let product = product.normalized();
-    let invalid: Vec<FieldFlag> = product.validate().into_iter().filter(|f| f.kind == FlagKind::Invalid).collect();
-    if invalid.is_empty() {
+    let flags = product.validate();
+    if flags.iter().all(|f| f.kind != FlagKind::Invalid) {
         Ok(product)
     } else {
-        Err(SaveError::Invalid(invalid))
+        Err(SaveError::Invalid(flags))
     }
 }
 
@@ -413,56 +324,5 @@ fn attempt_usage(usage: &Usage) -> AttemptUsage {
         output_tokens: usage.output_tokens,
         thoughts_tokens: usage.thoughts_tokens,
         total_tokens: usage.total_tokens,
-    }
-}
-
-/// The file extensions a folder walk picks up. A file named explicitly is always tried: intake
-/// decides by its bytes, not its name.
-pub const PHOTO_EXTENSIONS: &[&str] = &["jpg", "jpeg", "jfif", "png", "webp", "gif", "heic", "heif"];
-
-/// Expands what was dropped or chosen into photo files: files as they are, folders recursively
-/// (photos only, sorted, hidden entries skipped). Blocking; call it off the async workers.
-pub fn collect_photo_files(paths: &[PathBuf]) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for path in paths {
-        if !path.is_dir() {
-            files.push(path.clone());
-            continue;
-        }
-        let walk = walkdir::WalkDir::new(path)
-            .follow_links(true)
-            .sort_by_file_name()
-            .into_iter()
-            .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
-        for entry in walk.flatten() {
-            let is_photo = entry
-                .path()
-                .extension()
-                .and_then(|e| e.to_str())
-                .is_some_and(|ext| PHOTO_EXTENSIONS.iter().any(|p| p.eq_ignore_ascii_case(ext)));
-            if entry.file_type().is_file() && is_photo {
-                files.push(entry.into_path());
-            }
-        }
-    }
-    files
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn folders_expand_to_photos_files_stay_as_given() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        std::fs::create_dir_all(root.join("shoot/sub")).unwrap();
-        std::fs::create_dir_all(root.join("shoot/.cache")).unwrap();
-        for f in ["shoot/b.JPG", "shoot/a.png", "shoot/notes.txt", "shoot/sub/c.webp", "shoot/.cache/d.jpg", "x.pdf"] {
-            std::fs::write(root.join(f), b"x").unwrap();
-        }
-        let got = collect_photo_files(&[root.join("shoot"), root.join("x.pdf")]);
-        let names: Vec<_> = got.iter().map(|p| p.strip_prefix(root).unwrap().to_string_lossy().into_owned()).collect();
-        assert_eq!(names, vec!["shoot/a.png", "shoot/b.JPG", "shoot/sub/c.webp", "x.pdf"]);
     }
 }

@@ -97,20 +97,107 @@ impl FieldFlag {
     }
 }
 
-/// The field names a model may list in `uncertain_fields`.
-pub const FIELD_NAMES: &[&str] = &[
-    "name",
-    "brand",
-    "category",
-    "description",
-    "price",
-    "gtin",
-    "color",
-    "size",
-    "material",
-    "net_content",
-    "attributes",
+/// A field of [`Product`], by its serialized name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum FieldKey {
+    Name,
+    Brand,
+    Category,
+    Description,
+    Price,
+    Gtin,
+    Color,
+    Size,
+    Material,
+    NetContent,
+    Attributes,
+    UncertainFields,
+}
+
+/// What a field holds, which decides how the review form edits it and how a diff shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum FieldKind {
+    /// One line of text.
+    Text,
+    /// A few sentences.
+    LongText,
+    /// An amount and an ISO 4217 currency.
+    Price,
+    /// Barcode digits with a check digit.
+    Gtin,
+    /// A value and a unit.
+    NetContent,
+    /// Name/value pairs.
+    Attributes,
+    /// Names of other fields (the model's unsure list).
+    FieldNames,
+}
+
+/// One field of [`Product`] as people see it: the key, the label, the kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct ProductField {
+    pub key: FieldKey,
+    #[ts(type = "string")]
+    pub label: &'static str,
+    pub kind: FieldKind,
+    /// Saving needs a value.
+    pub required: bool,
+}
+
+const fn field(key: FieldKey, label: &'static str, kind: FieldKind) -> ProductField {
+    ProductField { key, label, kind, required: matches!(key, FieldKey::Name) }
+}
+
+/// Every field of [`Product`], in schema order: the one list the review form, the diffs, the
+/// re-extract merge and the UI (through the generated bindings) go by.
+pub const PRODUCT_FIELDS: [ProductField; 12] = [
+    field(FieldKey::Name, "Name", FieldKind::Text),
+    field(FieldKey::Brand, "Brand", FieldKind::Text),
+    field(FieldKey::Category, "Category", FieldKind::Text),
+    field(FieldKey::Description, "Description", FieldKind::LongText),
+    field(FieldKey::Price, "Price", FieldKind::Price),
+    field(FieldKey::Gtin, "GTIN", FieldKind::Gtin),
+    field(FieldKey::Color, "Color", FieldKind::Text),
+    field(FieldKey::Size, "Size", FieldKind::Text),
+    field(FieldKey::Material, "Material", FieldKind::Text),
+    field(FieldKey::NetContent, "Net content", FieldKind::NetContent),
+    field(FieldKey::Attributes, "Attributes", FieldKind::Attributes),
+    field(FieldKey::UncertainFields, "Unsure fields", FieldKind::FieldNames),
 ];
+
+impl FieldKey {
+    /// The serialized name, e.g. "net_content".
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Name => "name",
+            Self::Brand => "brand",
+            Self::Category => "category",
+            Self::Description => "description",
+            Self::Price => "price",
+            Self::Gtin => "gtin",
+            Self::Color => "color",
+            Self::Size => "size",
+            Self::Material => "material",
+            Self::NetContent => "net_content",
+            Self::Attributes => "attributes",
+            Self::UncertainFields => "uncertain_fields",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        PRODUCT_FIELDS.iter().map(|f| f.key).find(|k| k.as_str() == name)
+    }
+}
+
+/// The field names a model may list in `uncertain_fields`: every field but that list itself.
+pub fn uncertain_field_names() -> impl Iterator<Item = &'static str> {
+    PRODUCT_FIELDS.iter().filter(|f| f.kind != FieldKind::FieldNames).map(|f| f.key.as_str())
+}
 
 impl Product {
     /// Checks every field and returns what the reviewer must look at. Invalid values are kept as
@@ -147,7 +234,7 @@ impl Product {
             }
         }
         for field in &self.uncertain_fields {
-            let known = FIELD_NAMES.contains(&field.as_str());
+            let known = uncertain_field_names().any(|name| name == field.as_str());
             if known && !flags.iter().any(|f| f.field == *field || f.field.starts_with(&format!("{field}."))) {
                 flags.push(FieldFlag {
                     field: field.clone(),
@@ -225,8 +312,8 @@ pub fn diff(before: Option<&Product>, after: &Product) -> Vec<FieldChange> {
             changes.push(FieldChange { field, before, after });
         }
     };
-    for ((field, old), (_, new)) in display_fields(before).into_iter().zip(display_fields(after)) {
-        push(field.to_string(), old, new);
+    for f in PRODUCT_FIELDS.iter().filter(|f| is_scalar(f.kind)) {
+        push(f.key.as_str().to_string(), display_value(before, f.key), display_value(after, f.key));
     }
     let old_attributes = attribute_values(before);
     let new_attributes = attribute_values(after);
@@ -246,21 +333,63 @@ pub fn diff(before: Option<&Product>, after: &Product) -> Vec<FieldChange> {
     changes
 }
 
-/// The scalar fields of `p` in schema order, as [`diff`] displays them.
-fn display_fields(p: &Product) -> [(&'static str, Option<String>); 10] {
+/// A field [`diff`] shows as one value (attributes and the unsure list are shown their own way).
+fn is_scalar(kind: FieldKind) -> bool {
+    !matches!(kind, FieldKind::Attributes | FieldKind::FieldNames)
+}
+
+/// A scalar field of `p` as [`diff`] displays it; `None` when empty.
+fn display_value(p: &Product, key: FieldKey) -> Option<String> {
     let text = |value: &Option<String>| value.clone().and_then(non_empty);
-    [
-        ("name", non_empty(p.name.clone())),
-        ("brand", text(&p.brand)),
-        ("category", text(&p.category)),
-        ("description", text(&p.description)),
-        ("price", p.price.as_ref().map(price_text)),
-        ("gtin", text(&p.gtin)),
-        ("color", text(&p.color)),
-        ("size", text(&p.size)),
-        ("material", text(&p.material)),
-        ("net_content", p.net_content.as_ref().map(|c| format!("{} {}", c.value, c.unit).trim().to_string())),
-    ]
+    match key {
+        FieldKey::Name => non_empty(p.name.clone()),
+        FieldKey::Brand => text(&p.brand),
+        FieldKey::Category => text(&p.category),
+        FieldKey::Description => text(&p.description),
+        FieldKey::Price => p.price.as_ref().map(price_text),
+        FieldKey::Gtin => text(&p.gtin),
+        FieldKey::Color => text(&p.color),
+        FieldKey::Size => text(&p.size),
+        FieldKey::Material => text(&p.material),
+        FieldKey::NetContent => p.net_content.as_ref().map(|c| format!("{} {}", c.value, c.unit).trim().to_string()),
+        FieldKey::Attributes | FieldKey::UncertainFields => None,
+    }
+}
+
+/// `saved` with the changes named by `fields` taken from `proposal`, as the reviewer ticks them
+/// in a re-extract's diff. A name is a [`FieldChange::field`] of [`diff`]: a product field
+/// ("price"), or one attribute by name ("attributes.Flavor"), which replaces every attribute of
+/// that name with the proposal's (where the first of them was, or at the end when it is new) or
+/// removes them when the proposal has none. Taking every change of `diff(saved, proposal)`
+/// leaves nothing to diff; taking some leaves exactly the others. An unknown name is refused.
+pub fn take_fields(saved: &Product, proposal: &Product, fields: &[String]) -> Result<Product, String> {
+    let mut next = saved.clone();
+    for name in fields {
+        if let Some(attribute) = name.strip_prefix("attributes.") {
+            let at = next.attributes.iter().position(|a| a.name == attribute).unwrap_or(next.attributes.len());
+            next.attributes.retain(|a| a.name != attribute);
+            let taken = proposal.attributes.iter().filter(|a| a.name == attribute).cloned();
+            // Every attribute before `at` has another name, so `at` is still where the first was.
+            next.attributes.splice(at..at, taken);
+            continue;
+        }
+        let key = FieldKey::parse(name).ok_or_else(|| format!("\"{name}\" is not a product field"))?;
+        match key {
+            FieldKey::Name => next.name = proposal.name.clone(),
+            FieldKey::Brand => next.brand = proposal.brand.clone(),
+            FieldKey::Category => next.category = proposal.category.clone(),
+            FieldKey::Description => next.description = proposal.description.clone(),
+            FieldKey::Price => next.price = proposal.price.clone(),
+            FieldKey::Gtin => next.gtin = proposal.gtin.clone(),
+            FieldKey::Color => next.color = proposal.color.clone(),
+            FieldKey::Size => next.size = proposal.size.clone(),
+            FieldKey::Material => next.material = proposal.material.clone(),
+            FieldKey::NetContent => next.net_content = proposal.net_content.clone(),
+            FieldKey::Attributes => next.attributes = proposal.attributes.clone(),
+            FieldKey::UncertainFields => next.uncertain_fields = proposal.uncertain_fields.clone(),
+        }
+    }
+    Ok(next)
 }
 
 /// Each attribute name once, in first-appearance order, with its values joined by "; ".
@@ -422,7 +551,7 @@ mod tests {
         assert!(!text.contains("$schema"), "{text}");
         assert_eq!(schema["required"], serde_json::json!(["name"]));
         assert_eq!(schema["type"], "object");
-        for field in FIELD_NAMES {
+        for field in uncertain_field_names() {
             assert!(schema["properties"].get(field).is_some(), "{field} missing from {text}");
         }
         assert!(schema["properties"]["price"].to_string().contains("currency"));
@@ -498,6 +627,62 @@ mod tests {
         assert_eq!(price_text(&Price { amount: 3.0, currency: "XYZ".into() }), "3.00 XYZ");
     }
 
+    #[test]
+    fn take_fields_takes_only_what_is_named() {
+        let attr = |name: &str, value: &str| Attribute { name: name.into(), value: value.into() };
+        let saved = Product {
+            name: "Oat Drink".into(),
+            brand: Some("Oatly".into()),
+            price: Some(Price { amount: 2.49, currency: "EUR".into() }),
+            attributes: vec![attr("Flavor", "Plain"), attr("Pack", "1 l"), attr("Allergen", "Oat")],
+            ..Default::default()
+        };
+        let proposal = Product {
+            name: "Oat Drink Barista".into(),
+            gtin: Some("7394376616037".into()),
+            price: Some(Price { amount: 2.99, currency: "EUR".into() }),
+            attributes: vec![attr("Allergen", "Gluten"), attr("Vegan", "yes"), attr("Allergen", "Soy")],
+            uncertain_fields: vec!["gtin".into()],
+            ..Default::default()
+        };
+        let take = |fields: &[&str]| {
+            let fields: Vec<String> = fields.iter().map(|f| f.to_string()).collect();
+            take_fields(&saved, &proposal, &fields)
+        };
+        let next = take(&["name", "gtin", "brand"]).unwrap();
+        assert_eq!(next.name, "Oat Drink Barista");
+        assert_eq!(next.gtin.as_deref(), Some("7394376616037"));
+        assert_eq!(next.brand, None, "taking an emptied field clears it");
+        assert_eq!(next.price, saved.price);
+        assert_eq!(next.attributes, saved.attributes);
+
+        // An attribute name stands for every attribute of that name, as in the diff.
+        let next = take(&["attributes.Allergen", "attributes.Vegan", "attributes.Pack"]).unwrap();
+        assert_eq!(
+            next.attributes,
+            [attr("Flavor", "Plain"), attr("Allergen", "Gluten"), attr("Allergen", "Soy"), attr("Vegan", "yes")]
+        );
+        assert_eq!(take(&[]).unwrap(), saved);
+        assert_eq!(take(&["bogus"]).unwrap_err(), "\"bogus\" is not a product field");
+    }
+
+    #[test]
+    fn the_field_list_is_the_product() {
+        let json = serde_json::to_value(Product::default()).unwrap();
+        let keys: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut listed: Vec<&str> = PRODUCT_FIELDS.iter().map(|f| f.key.as_str()).collect();
+        assert_eq!(listed.len(), keys.len());
+        listed.sort_unstable();
+        let mut keys = keys;
+        keys.sort_unstable();
+        assert_eq!(listed, keys);
+        for f in PRODUCT_FIELDS {
+            assert_eq!(serde_json::to_value(f.key).unwrap(), serde_json::json!(f.key.as_str()));
+            assert_eq!(FieldKey::parse(f.key.as_str()), Some(f.key));
+        }
+        assert!(!uncertain_field_names().any(|f| f == "uncertain_fields"));
+    }
+
     mod properties {
         use super::super::*;
         use proptest::option;
@@ -569,6 +754,26 @@ mod tests {
                 let before = fields.len();
                 fields.dedup();
                 prop_assert_eq!(before, fields.len());
+            }
+
+            #[test]
+            fn taking_some_changes_leaves_exactly_the_others(
+                a in product(),
+                b in product(),
+                mask in proptest::collection::vec(any::<bool>(), 16),
+            ) {
+                let changes = diff(Some(&a), &b);
+                let (taken, kept): (Vec<_>, Vec<_>) =
+                    changes.iter().enumerate().partition(|(i, _)| mask[i % mask.len()]);
+                let taken: Vec<String> = taken.into_iter().map(|(_, c)| c.field.clone()).collect();
+                let merged = take_fields(&a, &b, &taken).unwrap();
+                let mut left: Vec<String> = diff(Some(&merged), &b).into_iter().map(|c| c.field).collect();
+                let mut expected: Vec<String> = kept.into_iter().map(|(_, c)| c.field.clone()).collect();
+                left.sort();
+                expected.sort();
+                prop_assert_eq!(left, expected);
+                let all: Vec<String> = changes.into_iter().map(|c| c.field).collect();
+                prop_assert!(diff(Some(&take_fields(&a, &b, &all).unwrap()), &b).is_empty());
             }
 
             #[test]

@@ -262,7 +262,7 @@ async fn an_attempt_of_another_photo_is_refused() {
     let their_attempt = catalog.record_attempt(proposed(theirs, "Rye Bread")).await.unwrap();
     let err = catalog.save_product(save(mine, Some(their_attempt), "Oat Drink", T0)).await.unwrap_err();
     match &err {
-        CatalogError::Invalid { fields, message } => {
+        CatalogError::Invalid { fields, message, .. } => {
             assert_eq!(fields, &["attempt_id"]);
             assert!(message.contains(&format!("photo {theirs}")), "{message}");
         }
@@ -400,7 +400,7 @@ async fn an_invalid_product_is_refused() {
         .await
         .unwrap_err();
     match &err {
-        CatalogError::Invalid { fields, message } => {
+        CatalogError::Invalid { fields, message, .. } => {
             assert_eq!(fields, &["name", "gtin"]);
             assert!(message.contains("check digit"), "{message}");
         }

@@ -181,7 +181,7 @@ async fn an_invalid_edit_saves_nothing_and_an_unchanged_one_writes_no_revision()
     let bad = Product { name: " ".into(), gtin: Some("4006381333932".into()), ..product("x") };
     let err = catalog.update_product(edit(&record, bad, "bob", T0 + 100)).await.unwrap_err();
     match &err {
-        CatalogError::Invalid { fields, message } => {
+        CatalogError::Invalid { fields, message, .. } => {
             assert_eq!(fields, &["name", "gtin"]);
             assert!(message.contains("check digit"), "{message}");
         }
@@ -388,7 +388,7 @@ async fn a_reextraction_replaces_the_proposal_and_an_attempt_must_fit() {
         let update = UpdateProduct { attempt_id: Some(attempt), ..edit(&updated, product("Wrong"), "bob", T0 + 200) };
         let err = catalog.update_product(update).await.unwrap_err();
         match &err {
-            CatalogError::Invalid { fields, message } => {
+            CatalogError::Invalid { fields, message, .. } => {
                 assert_eq!(fields, &["attempt_id"]);
                 assert!(message.contains(expected), "{message}");
             }

@@ -27,6 +27,8 @@ const EARLIER: &[Earlier] = &[
     Earlier { version: 2, seed: SEED_V1 },
     // 0003 added revisions and the listing's flag count, which its own writes keep.
     Earlier { version: 3, seed: SEED_V3 },
+    // 0004 added the import queue: one item waiting, one ready for review.
+    Earlier { version: 4, seed: SEED_V4 },
 ];
 
 /// Three photos; a proposed and a failed attempt; three products: one reviewed from a proposal
@@ -41,6 +43,19 @@ const SEED_V3: &str = concat!(
 UPDATE products SET flagged = 2 WHERE id = 1;
 INSERT INTO product_revisions (product_id, revision, saved_json, proposed_json, attempt_id, source, saved_by, saved_at)
 SELECT id, revision, saved_json, proposed_json, attempt_id, 'review', '', updated_at FROM products;
+"#
+);
+
+/// [`SEED_V3`] with two import items, as version 4 writes them (no origin yet).
+const SEED_V4: &str = concat!(
+    include_str!("fixtures/seed_v1.sql"),
+    r#"
+UPDATE products SET flagged = 2 WHERE id = 1;
+INSERT INTO product_revisions (product_id, revision, saved_json, proposed_json, attempt_id, source, saved_by, saved_at)
+SELECT id, revision, saved_json, proposed_json, attempt_id, 'review', '', updated_at FROM products;
+INSERT INTO import_items (id, path, state, queued_at, updated_at) VALUES (1, '/shoot/waiting.jpg', 'queued', 1, 1);
+INSERT INTO import_items (id, path, sha256, state, photo_id, attempt_id, proposal_json, flags_json, queued_at, updated_at)
+SELECT 2, '/shoot/ready.jpg', sha256, 'ready', 1, 1, '{"name":"Oat Drnk"}', '[]', 2, 2 FROM photos WHERE id = 1;
 "#
 );
 
@@ -68,6 +83,14 @@ async fn a_catalog_from_every_earlier_version_opens_with_its_data_intact() {
         let catalog = Catalog::open(&path).unwrap();
         let from = earlier.version;
         assert_eq!(catalog.schema_version().await.unwrap(), SCHEMA_VERSION, "from {from}");
+        if from == 4 {
+            // Items queued before 0005 are bulk imports: none becomes an interactive review.
+            let queue = pe_core::import::ImportStore::new(catalog.clone());
+            let page = queue.items(0, 10, None).await.unwrap();
+            let rows: Vec<_> = page.rows.iter().map(|r| (r.id, r.state, r.origin)).collect();
+            use pe_core::import::{ItemOrigin, ItemState};
+            assert_eq!(rows, [(1, ItemState::Queued, ItemOrigin::Import), (2, ItemState::Ready, ItemOrigin::Import)]);
+        }
 
         // The rows, as the current API reads them.
         let oat = catalog.get_product(1).await.unwrap();

@@ -12,9 +12,11 @@ use fake_gemini::{FakeGemini, FakeOptions};
 use pe_core::catalog::Catalog;
 use pe_core::config::{ApiKey, GeminiConfig, ImageConfig};
 use pe_core::gemini::GeminiClient;
-use pe_core::import::{dhash_jpeg, NEAR_DUPLICATE_MAX_DISTANCE};
+use pe_core::import::{
+    dhash_jpeg, ClaimScope, EnqueueOptions, ImportOptions, ImportQueue, ItemState, NEAR_DUPLICATE_MAX_DISTANCE,
+};
 use pe_core::pipeline::{system_clock, Pipeline};
-use pe_core::product::{self, check_gtin, NetContent, Price, Product};
+use pe_core::product::{self, check_gtin, FieldFlag, NetContent, Price, Product};
 use pe_core::resilience::{ResilienceConfig, ResilienceStack};
 
 fn fixtures() -> PathBuf {
@@ -94,8 +96,9 @@ fn every_demo_product_fits_our_schema_and_has_nothing_to_flag() {
     }
 }
 
-/// The pipeline (intake, the real client, the resilience stack, the catalog) against the fake.
-async fn pipeline(fake: &FakeGemini, dir: &Path) -> Pipeline {
+/// The one engine (intake, the real client, the resilience stack, the catalog, through the
+/// queue as `extract` runs it) against the fake.
+async fn pipeline(fake: &FakeGemini, dir: &Path) -> Engine {
     let config = GeminiConfig {
         base_url: fake.base_url(),
         api_key: ApiKey::new("test-key"),
@@ -104,7 +107,27 @@ async fn pipeline(fake: &FakeGemini, dir: &Path) -> Pipeline {
     };
     let catalog = Catalog::open(&Catalog::path_in(dir)).unwrap();
     let stack = ResilienceStack::new("gemini", ResilienceConfig::default()).unwrap();
-    Pipeline::new(GeminiClient::new(&config).unwrap(), stack, catalog, ImageConfig::default(), system_clock())
+    let pipeline =
+        Pipeline::new(GeminiClient::new(&config).unwrap(), stack, catalog, ImageConfig::default(), system_clock());
+    let options = ImportOptions { claims: ClaimScope::Interactive, fail_fast: true, ..ImportOptions::default() };
+    Engine(ImportQueue::open(pipeline, options).await.unwrap())
+}
+
+struct Engine(ImportQueue);
+
+/// What one photo came back as.
+struct Extracted {
+    product: Product,
+    flags: Vec<FieldFlag>,
+}
+
+impl Engine {
+    async fn extract(&self, file: &Path) -> Extracted {
+        let enqueued = self.0.enqueue_files(vec![file.to_path_buf()], EnqueueOptions::interactive()).await.unwrap();
+        let item = self.0.finished(enqueued.files[0].result_of).await.unwrap();
+        assert_eq!(item.row.state, ItemState::Ready, "{:?}", item.row.last_error);
+        Extracted { product: item.proposal.unwrap(), flags: item.flags }
+    }
 }
 
 #[tokio::test]
@@ -113,7 +136,7 @@ async fn the_demo_photos_extract_to_what_they_show() {
     let dir = tempfile::tempdir().unwrap();
     let pipeline = pipeline(&fake, dir.path()).await;
 
-    let boxed = pipeline.extract(&fixtures().join("product.jpg"), |_| {}).await.unwrap();
+    let boxed = pipeline.extract(&fixtures().join("product.jpg")).await;
     let p = &boxed.product;
     assert_eq!((p.name.as_str(), p.brand.as_deref()), ("Crunchy Oat Bars", Some("ACME")));
     assert_eq!(p.gtin.as_deref(), Some("4006381333931"));
@@ -122,7 +145,7 @@ async fn the_demo_photos_extract_to_what_they_show() {
     assert!(p.description.as_deref().unwrap().contains("oat bars"), "{p:?}");
     assert_eq!(boxed.flags, Vec::new());
 
-    let label = pipeline.extract(&fixtures().join("label.png"), |_| {}).await.unwrap();
+    let label = pipeline.extract(&fixtures().join("label.png")).await;
     let p = &label.product;
     assert_eq!((p.name.as_str(), p.brand.as_deref()), ("Crunchy Oat Bars", Some("ACME")));
     assert_eq!(p.gtin.as_deref(), Some("4006381333931"));
@@ -139,7 +162,7 @@ async fn any_other_photo_gets_an_answer_that_says_it_was_invented() {
     for seed in 0..3 {
         let path = dir.path().join(format!("mine-{seed}.jpg"));
         std::fs::write(&path, sample_jpeg(seed, 640, 480, 85)).unwrap();
-        let p = pipeline.extract(&path, |_| {}).await.unwrap().product;
+        let p = pipeline.extract(&path).await.product;
         assert!(p.name.ends_with(" (invented by the demo)"), "{p:?}");
         let description = p.description.unwrap_or_default();
         assert!(description.starts_with("Invented by the demo: this photo is not one of the demo's sample photos"));

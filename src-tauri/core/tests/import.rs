@@ -42,6 +42,16 @@ impl Setup {
     }
 
     fn pipeline(&self, key: &str) -> Pipeline {
+        self.pipeline_on(self.catalog.clone(), key)
+    }
+
+    /// A pipeline on its own connection to the same catalog file: what another process has.
+    fn other_process(&self) -> Pipeline {
+        let catalog = Catalog::open(&Catalog::path_in(&self.dir.path().join("data"))).unwrap();
+        self.pipeline_on(catalog, KEY)
+    }
+
+    fn pipeline_on(&self, catalog: Catalog, key: &str) -> Pipeline {
         let config = GeminiConfig {
             base_url: self.fake.base_url(),
             api_key: ApiKey::new(key),
@@ -49,7 +59,7 @@ impl Setup {
             ..GeminiConfig::default()
         };
         let client = GeminiClient::new(&config).unwrap();
-        Pipeline::new(client, self.stack.clone(), self.catalog.clone(), ImageConfig::default(), system_clock())
+        Pipeline::new(client, self.stack.clone(), catalog, ImageConfig::default(), system_clock())
     }
 
     async fn open(&self, options: ImportOptions) -> ImportQueue {
@@ -367,7 +377,10 @@ async fn duplicates_by_hash_are_recognized_and_can_be_forced() {
 
     // The user forces a re-extract: of a listed duplicate, and by dropping with force.
     queue.force_extract(rows[2].id).await.unwrap();
-    let report = queue.enqueue(vec![copies.join("b-copy.jpg")], EnqueueOptions { force: true }).await.unwrap();
+    let report = queue
+        .enqueue(vec![copies.join("b-copy.jpg")], EnqueueOptions { force: true, ..EnqueueOptions::default() })
+        .await
+        .unwrap();
     assert_eq!(report.queued, 1);
     let progress = settled(&queue).await;
     assert_eq!(s.fake.generate_count(), 4);
@@ -687,12 +700,23 @@ async fn review_save_discard_save_all_unflagged_and_undo() {
 async fn one_process_at_a_time_works_a_catalogs_queue() {
     let s = Setup::with(Duration::ZERO, 1).await;
     let first = s.open(idle()).await;
-    let second = ImportQueue::open(s.pipeline(KEY), idle()).await;
-    assert!(matches!(second, Err(ImportError::Busy { .. })), "{second:?}");
-    assert_eq!(second.unwrap_err().code(), ErrorCode::Conflict);
+    assert!(first.is_working());
+    // A second opener does not fail: it follows the one that works the queue.
+    let second = ImportQueue::open(s.pipeline(KEY), idle()).await.unwrap();
+    assert!(!second.is_working());
+    assert_eq!(second.progress().borrow().status, ImportStatus::WorkedElsewhere);
     // Reading needs no lock.
     assert_eq!(ImportStore::new(s.catalog.clone()).counts().await.unwrap().0.total(), 0);
     drop(first);
+    // ...and takes over once the first lets go.
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while !second.is_working() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the follower takes the queue over");
+    drop(second);
     s.open(idle()).await;
 }
 
@@ -721,4 +745,74 @@ async fn controls_after_shutdown_return_at_once() {
     assert!(tokio::time::timeout(Duration::from_secs(2), other.cancel()).await.is_ok());
     drop(other);
     s.open(idle()).await;
+}
+
+/// One engine: a photo dropped while a 100-photo import keeps every slot busy against a slow
+/// Gemini gets the next free slot (never `bulkhead_full`) and is ready long before the import ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_dropped_photo_gets_the_next_free_slot_during_a_long_import() {
+    let s = Setup::with(Duration::from_millis(200), 4).await;
+    s.photos("shoot", 100, 1000);
+    let dropped = s.photos("desk", 1, 5000).remove(0);
+    let queue = s.open(ImportOptions::default()).await;
+    queue.enqueue(vec![s.folder("shoot")], EnqueueOptions::default()).await.unwrap();
+    // The import is under way: K calls in flight, the lookahead prepared and waiting.
+    wait_until("the import sends", || s.fake.generate_count() >= 8).await;
+    let enqueued = queue.enqueue_files(vec![dropped.clone()], EnqueueOptions::interactive()).await.unwrap();
+    assert_eq!(enqueued.report.queued, 1);
+    let item = enqueued.files[0].result_of;
+    let calls_before = s.fake.generate_count();
+    let detail = tokio::time::timeout(Duration::from_secs(10), queue.finished(item)).await.unwrap().unwrap();
+    assert_eq!(detail.row.state, ItemState::Ready, "{:?}", detail.row.last_error);
+    assert_eq!(detail.row.origin, ItemOrigin::Interactive);
+    // It waited for one slot to free up, not for the K + lookahead items ahead of it: at most K
+    // calls (those in flight) plus K more (the slots that freed while it was prepared).
+    let calls_meanwhile = s.fake.generate_count() - calls_before;
+    assert!(calls_meanwhile <= 2 * 4 + 1, "{calls_meanwhile} calls went before the dropped photo");
+    let progress = queue.progress().borrow().clone();
+    assert!(progress.counts.active() > 50, "ready long before the import ends: {:?}", progress.counts);
+    // Nothing failed for lack of a slot.
+    let failed = queue.items(0, 200, Some(vec![ItemState::Failed])).await.unwrap();
+    assert_eq!(failed.total, 0, "{:?}", failed.rows.first().map(|r| &r.last_error));
+    queue.shutdown().await;
+}
+
+/// A second process on the same catalog hands its items to the one working the queue and gets
+/// their results; it takes over when the first lets go. The same bytes are extracted once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_second_opener_hands_its_photos_to_the_worker_and_gets_the_results() {
+    let s = Setup::with(Duration::from_millis(20), 2).await;
+    let photos = s.photos("desk", 3, 7000);
+    let worker = s.open(ImportOptions { follow_interval: Duration::from_millis(50), ..ImportOptions::default() }).await;
+    let follower = ImportQueue::open(
+        s.other_process(),
+        ImportOptions { follow_interval: Duration::from_millis(50), ..ImportOptions::default() },
+    )
+    .await
+    .unwrap();
+    assert!(worker.is_working() && !follower.is_working());
+    let enqueued = follower.enqueue_files(photos.clone(), EnqueueOptions::interactive()).await.unwrap();
+    for file in &enqueued.files {
+        let detail = tokio::time::timeout(Duration::from_secs(10), follower.finished(file.result_of))
+            .await
+            .expect("the worker extracts the follower's photos")
+            .unwrap();
+        assert_eq!(detail.row.state, ItemState::Ready);
+    }
+    assert_eq!(s.fake.generate_count(), 3);
+    // The same files again: the stored proposals, no call.
+    let again = follower.enqueue_files(photos, EnqueueOptions::interactive()).await.unwrap();
+    assert_eq!(again.report.unchanged, 3);
+    for file in &again.files {
+        assert_eq!(follower.finished(file.result_of).await.unwrap().row.state, ItemState::Ready);
+    }
+    assert_eq!(s.fake.generate_count(), 3, "the same bytes are never sent twice");
+    worker.shutdown().await;
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while !follower.is_working() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the follower takes the queue over");
 }

@@ -1,5 +1,6 @@
-//! The pipeline end to end inside the core: a real photo, the real client against the fake
-//! Gemini on 127.0.0.1, and a real SQLite file.
+//! One photo end to end inside the core, through the one engine (the import queue, as `extract`
+//! runs it: interactive, failing fast): a real photo, the real client against the fake Gemini on
+//! 127.0.0.1, and a real SQLite file.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -10,10 +11,13 @@ use fake_gemini::{Behavior, FakeGemini, FakeOptions};
 use pe_core::catalog::{AttemptOutcomeKind, Catalog};
 use pe_core::config::{ApiKey, GeminiConfig, ImageConfig};
 use pe_core::gemini::GeminiClient;
-use pe_core::pipeline::{Pipeline, SaveError, Stage, UnixClock};
+use pe_core::import::{
+    ClaimScope, EnqueueOptions, ImportError, ImportItemDetail, ImportOptions, ImportQueue, ItemState, SkipReason,
+};
+use pe_core::pipeline::{Pipeline, SaveError, UnixClock};
 use pe_core::product::Product;
 use pe_core::resilience::{ResilienceConfig, ResilienceStack};
-use pe_core::{Coded, ErrorCode};
+use pe_core::ErrorCode;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(name)
@@ -52,54 +56,77 @@ async fn setup() -> Setup {
     Setup { pipeline, fake, _dir: dir, db }
 }
 
+impl Setup {
+    /// The queue as the CLI's `extract` opens it.
+    async fn queue(&self) -> ImportQueue {
+        let options = ImportOptions { claims: ClaimScope::Interactive, fail_fast: true, ..ImportOptions::default() };
+        ImportQueue::open(self.pipeline.clone(), options).await.unwrap()
+    }
+}
+
+/// Queues one file as a dropped photo and waits for its item to finish.
+async fn extract(queue: &ImportQueue, file: &Path) -> ImportItemDetail {
+    let enqueued = queue.enqueue_files(vec![file.to_path_buf()], EnqueueOptions::interactive()).await.unwrap();
+    queue.finished(enqueued.files[0].result_of).await.unwrap()
+}
+
 #[tokio::test]
 async fn extraction_is_audited_but_not_saved_until_save() {
     let s = setup().await;
+    let queue = s.queue().await;
+    let mut events = queue.subscribe();
+    let e = extract(&queue, &fixture("product.jpg")).await;
     let mut stages = Vec::new();
-    let e = s
-        .pipeline
-        .extract(&fixture("product.jpg"), |stage| {
-            stages.push(match stage {
-                Stage::Preparing => "preparing".to_string(),
-                Stage::Prepared(img) => format!("prepared {}x{}", img.width, img.height),
-                Stage::Extracting => "extracting".to_string(),
-            })
-        })
-        .await
-        .unwrap();
-    // The fixture is stored sideways with EXIF orientation 6; it is prepared upright.
-    assert_eq!(stages, vec!["preparing", "prepared 1200x900", "extracting"]);
-    assert!(!e.product.name.is_empty());
-    assert!(e.usage.prompt_tokens > 0);
-    assert_eq!(e.existing_product_id, None);
+    while let Ok(event) = events.try_recv() {
+        stages.push(event.state);
+    }
+    assert_eq!(stages, vec![ItemState::Preparing, ItemState::Extracting, ItemState::Ready]);
+    let product = e.proposal.clone().unwrap();
+    assert!(!product.name.is_empty());
+    let attempt = e.attempt.clone().unwrap();
+    assert!(attempt.usage.unwrap().prompt_tokens > 0);
+    assert_eq!(e.row.product_id, None);
 
     let catalog = s.pipeline.catalog();
-    let attempts = catalog.attempts(e.photo_id).await.unwrap();
+    let photo_id = e.row.photo_id.unwrap();
+    let attempts = catalog.attempts(photo_id).await.unwrap();
     assert_eq!(attempts.len(), 1);
     assert_eq!(attempts[0].outcome, AttemptOutcomeKind::Proposed);
     assert_eq!(attempts[0].started_at, 1_000, "time comes from the injected clock");
     assert!(attempts[0].raw_response.as_deref().unwrap().contains("candidates"));
     assert_eq!(catalog.count_products().await.unwrap(), 0, "nothing is saved without Save");
+    // The fixture is stored sideways with EXIF orientation 6; it is prepared upright (1200×900,
+    // so its 256-px thumbnail is 256×192).
+    let thumbnail: Vec<u8> = catalog
+        .with_connection(move |c| {
+            Ok(c.query_row("SELECT thumbnail_jpeg FROM photos WHERE id = ?1", [photo_id], |r| r.get(0))?)
+        })
+        .await
+        .unwrap();
+    let thumbnail = image::load_from_memory(&thumbnail).unwrap();
+    assert_eq!((thumbnail.width(), thumbnail.height()), (256, 192));
 
-    let mut edited = e.product.clone();
+    let mut edited = product.clone();
     edited.name = "Reviewed".into();
     edited.gtin = Some("4006381333931".into());
-    let record = s.pipeline.save(e.photo_id, Some(e.attempt_id), edited).await.unwrap();
+    let record = queue.save_item(e.row.id, edited).await.unwrap();
     assert_eq!(record.saved.name, "Reviewed");
-    assert_eq!(record.proposed.as_ref().unwrap().name, e.product.name, "the proposal is kept");
+    assert_eq!(record.proposed.as_ref().unwrap().name, product.name, "the proposal is kept");
 
-    // The same bytes again are the same photo, already in the catalog.
-    let again = s.pipeline.extract(&fixture("product.jpg"), |_| {}).await.unwrap();
-    assert_eq!(again.photo_id, e.photo_id);
-    assert_eq!(again.existing_product_id, Some(record.id));
+    // The same bytes again are the same photo, already in the catalog: nothing is sent.
+    let again = extract(&queue, &fixture("product.jpg")).await;
+    assert_eq!(again.row.photo_id, Some(photo_id));
+    assert_eq!(again.row.product_id, Some(record.id));
+    assert_eq!(s.fake.generate_count(), 1);
 }
 
 #[tokio::test]
 async fn a_failed_call_is_audited_with_its_code() {
     let s = setup().await;
     s.fake.push(Behavior::Unavailable);
-    let err = s.pipeline.extract(&fixture("product.jpg"), |_| {}).await.unwrap_err();
-    assert_eq!(err.code(), ErrorCode::GeminiUnavailable);
+    let e = extract(&s.queue().await, &fixture("product.jpg")).await;
+    assert_eq!(e.row.state, ItemState::Failed);
+    assert_eq!(e.row.last_error.unwrap().code, ErrorCode::GeminiUnavailable);
     let attempts = s.pipeline.catalog().attempts(1).await.unwrap();
     assert_eq!(attempts.len(), 1);
     assert_eq!(attempts[0].outcome, AttemptOutcomeKind::Failed);
@@ -109,12 +136,14 @@ async fn a_failed_call_is_audited_with_its_code() {
 #[tokio::test]
 async fn a_bad_photo_never_reaches_the_network_or_the_catalog() {
     let s = setup().await;
+    let queue = s.queue().await;
     for (name, code) in [("not-an-image.jpg", ErrorCode::InvalidImage), ("truncated.jpg", ErrorCode::InvalidImage)] {
-        let err = s.pipeline.extract(&fixture(name), |_| {}).await.unwrap_err();
-        assert_eq!(err.code(), code, "{name}: {err}");
+        let e = extract(&queue, &fixture(name)).await;
+        assert_eq!(e.row.state, ItemState::Failed, "{name}");
+        assert_eq!(e.row.last_error.as_ref().unwrap().code, code, "{name}: {:?}", e.row.last_error);
     }
-    let missing = s.pipeline.extract(Path::new("/nonexistent/photo.jpg"), |_| {}).await.unwrap_err();
-    assert_eq!(missing.code(), ErrorCode::Io);
+    let missing = extract(&queue, Path::new("/nonexistent/photo.jpg")).await;
+    assert_eq!(missing.row.skipped.unwrap().reason, SkipReason::Unreadable);
     assert_eq!(s.fake.generate_count(), 0);
     let photos: i64 = s
         .pipeline
@@ -128,10 +157,11 @@ async fn a_bad_photo_never_reaches_the_network_or_the_catalog() {
 #[tokio::test]
 async fn save_refuses_invalid_fields_and_names_them() {
     let s = setup().await;
-    let e = s.pipeline.extract(&fixture("product.jpg"), |_| {}).await.unwrap();
+    let queue = s.queue().await;
+    let e = extract(&queue, &fixture("product.jpg")).await;
     let bad = Product { name: "X".into(), gtin: Some("4006381333932".into()), ..Default::default() };
-    match s.pipeline.save(e.photo_id, Some(e.attempt_id), bad).await {
-        Err(SaveError::Invalid(flags)) => assert_eq!(flags[0].field, "gtin"),
+    match queue.save_item(e.row.id, bad).await {
+        Err(ImportError::Save(SaveError::Invalid(flags))) => assert_eq!(flags[0].field, "gtin"),
         other => panic!("expected a validation error, got {other:?}"),
     }
     assert_eq!(s.pipeline.catalog().count_products().await.unwrap(), 0);
@@ -143,8 +173,11 @@ async fn save_refuses_invalid_fields_and_names_them() {
 async fn no_transaction_is_open_while_gemini_is_called() {
     let s = setup().await;
     s.fake.push(Behavior::Slow(Duration::from_millis(800)));
-    let pipeline = s.pipeline.clone();
-    let call = tokio::spawn(async move { pipeline.extract(&fixture("product.jpg"), |_| {}).await });
+    let queue = s.queue().await;
+    let call = tokio::spawn({
+        let queue = queue.clone();
+        async move { extract(&queue, &fixture("product.jpg")).await }
+    });
     // Wait until the request is in flight at the fake.
     while s.fake.generate_count() == 0 {
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -160,5 +193,5 @@ async fn no_transaction_is_open_while_gemini_is_called() {
     .await
     .unwrap();
     assert!(!call.is_finished(), "the call was still in flight during the check");
-    call.await.unwrap().unwrap();
+    assert_eq!(call.await.unwrap().row.state, ItemState::Ready);
 }

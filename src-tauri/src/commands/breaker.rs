@@ -25,12 +25,10 @@ pub enum BreakerControl {
     Normal,
 }
 
-#[tauri::command]
 pub async fn resilience_snapshot(state: State<'_, AppState>) -> Result<ResilienceSnapshot, ErrorReport> {
     Ok(state.stack().snapshot())
 }
 
-#[tauri::command]
 pub async fn breaker_control(
     state: State<'_, AppState>,
     action: BreakerControl,

@@ -7,7 +7,8 @@ use pe_core::catalog::{
     local_user, BackupSummary, ExportFormat, ExportSummary, Facets, ProductPage, ProductQuery, ProductRecord,
     RestoreSummary, RevisionRecord, RevisionSource, UpdateProduct,
 };
-use pe_core::product::diff;
+use pe_core::import::EnqueueOptions;
+use pe_core::product::{self, diff, Product};
 use pe_core::{ErrorCode, ErrorReport};
 use tauri::State;
 
@@ -17,29 +18,24 @@ use crate::state::AppState;
 /// The most rows one call returns.
 const MAX_PAGE: u32 = 500;
 
-#[tauri::command]
 pub async fn query_products(state: State<'_, AppState>, mut query: ProductQuery) -> Result<ProductPage, ErrorReport> {
     query.limit = query.limit.clamp(1, MAX_PAGE);
     Ok(state.catalog().query_products(query).await?)
 }
 
-#[tauri::command]
 pub async fn catalog_facets(state: State<'_, AppState>) -> Result<Facets, ErrorReport> {
     Ok(state.catalog().facets().await?)
 }
 
-#[tauri::command]
 pub async fn get_product(state: State<'_, AppState>, id: i64) -> Result<ProductRecord, ErrorReport> {
     Ok(state.catalog().get_product(id).await?)
 }
 
-#[tauri::command]
 pub async fn product_history(state: State<'_, AppState>, id: i64) -> Result<Vec<RevisionRecord>, ErrorReport> {
     Ok(state.catalog().history(id).await?)
 }
 
 /// Saves an edit of a catalog product, refused when someone saved a newer revision meanwhile.
-#[tauri::command]
 pub async fn update_product(state: State<'_, AppState>, input: UpdateInput) -> Result<ProductRecord, ErrorReport> {
     let source = if input.attempt_id.is_some() { RevisionSource::Reextract } else { RevisionSource::Edit };
     let record = state
@@ -58,28 +54,38 @@ pub async fn update_product(state: State<'_, AppState>, input: UpdateInput) -> R
     Ok(record)
 }
 
-#[tauri::command]
 pub async fn delete_product(state: State<'_, AppState>, id: i64) -> Result<ProductRecord, ErrorReport> {
     Ok(state.catalog().delete_product(id, &local_user(), state.now()).await?)
 }
 
-#[tauri::command]
 pub async fn undelete_product(state: State<'_, AppState>, id: i64) -> Result<ProductRecord, ErrorReport> {
     Ok(state.catalog().undelete_product(id, &local_user(), state.now()).await?)
 }
 
-#[tauri::command]
 pub async fn duplicate_product(state: State<'_, AppState>, id: i64) -> Result<ProductRecord, ErrorReport> {
     Ok(state.catalog().duplicate_product(id, &local_user(), state.now()).await?)
 }
 
 /// Asks Gemini again for a saved product's photo. Nothing is saved: the answer comes back as a
 /// diff against the saved product, for the reviewer to accept field by field.
-#[tauri::command]
 pub async fn reextract_product(state: State<'_, AppState>, id: i64) -> Result<ReextractProposal, ErrorReport> {
     let record = state.catalog().get_product(id).await?;
-    let extraction = state.pipeline().extract(&PathBuf::from(&record.original_path), |_| {}).await?;
-    if extraction.photo_id != record.photo_id {
+    // Through the queue like every photo: interactive (the next free slot), forced (the bytes are
+    // known: that is the point).
+    let queue = state.import_queue().await?;
+    let options = EnqueueOptions { force: true, ..EnqueueOptions::interactive() };
+    let enqueued = queue.enqueue_files(vec![PathBuf::from(&record.original_path)], options).await?;
+    let Some(file) = enqueued.files.first() else {
+        return Err(ErrorReport::new(ErrorCode::NotFound, format!("{} is not a photo file.", record.original_path)));
+    };
+    let item = queue.finished(file.result_of).await?;
+    let (Some(proposal), Some(attempt)) = (item.proposal, item.attempt) else {
+        let why = item.row.last_error.or_else(|| item.row.skipped.map(|s| ErrorReport::new(ErrorCode::Io, s.message)));
+        return Err(why.unwrap_or_else(|| ErrorReport::new(ErrorCode::Io, "The photo could not be extracted again.")));
+    };
+    // The answer is taken here, as a diff; the item does not wait in Extract for a review too.
+    queue.discard_item(item.row.id).await?;
+    if item.row.photo_id != Some(record.photo_id) {
         return Err(ErrorReport::new(
             ErrorCode::Validation,
             format!(
@@ -89,18 +95,17 @@ pub async fn reextract_product(state: State<'_, AppState>, id: i64) -> Result<Re
             ),
         ));
     }
-    let changes = diff(Some(&record.saved), &extraction.product);
-    Ok(ReextractProposal {
-        attempt_id: extraction.attempt_id,
-        revision: record.revision,
-        proposal: extraction.product,
-        flags: extraction.flags,
-        changes,
-    })
+    let changes = diff(Some(&record.saved), &proposal);
+    Ok(ReextractProposal { attempt_id: attempt.id, revision: record.revision, proposal, flags: item.flags, changes })
+}
+
+/// The saved product with the ticked changes of a re-extract taken from its proposal
+/// (`FieldChange.field` names; see `pe_core::product::take_fields`). Nothing is saved.
+pub async fn take_fields(saved: Product, proposal: Product, fields: Vec<String>) -> Result<Product, ErrorReport> {
+    product::take_fields(&saved, &proposal, &fields).map_err(|message| ErrorReport::new(ErrorCode::Validation, message))
 }
 
 /// Writes every saved product to `path` (through `path.tmp`, renamed when complete).
-#[tauri::command]
 pub async fn export_catalog(
     state: State<'_, AppState>,
     format: ExportFormat,
@@ -110,12 +115,10 @@ pub async fn export_catalog(
     Ok(state.catalog().export_to_file(format, &path).await?)
 }
 
-#[tauri::command]
 pub async fn backup_catalog(state: State<'_, AppState>, path: String) -> Result<BackupSummary, ErrorReport> {
     Ok(state.catalog().backup_to(&PathBuf::from(path)).await?)
 }
 
-#[tauri::command]
 pub async fn restore_catalog(state: State<'_, AppState>, path: String) -> Result<RestoreSummary, ErrorReport> {
     Ok(state.catalog().restore_from(&PathBuf::from(path), state.now()).await?)
 }

@@ -19,7 +19,6 @@ use crate::state::AppState;
 const MAX_PAGE: u32 = 100_000;
 
 /// True when any of `paths` is a folder: a drop with a folder goes to the import queue.
-#[tauri::command]
 pub async fn contains_folder(paths: Vec<String>) -> Result<bool, ErrorReport> {
     tokio::task::spawn_blocking(move || paths.iter().any(|p| std::path::Path::new(p).is_dir()))
         .await
@@ -27,19 +26,16 @@ pub async fn contains_folder(paths: Vec<String>) -> Result<bool, ErrorReport> {
 }
 
 /// Queues files and folders (recursively); the runner starts on them at once.
-#[tauri::command]
 pub async fn import_paths(state: State<'_, AppState>, paths: Vec<String>) -> Result<EnqueueReport, ErrorReport> {
     let queue = state.import_queue().await?;
     let paths = paths.into_iter().map(PathBuf::from).collect();
     Ok(queue.enqueue(paths, EnqueueOptions::default()).await?)
 }
 
-#[tauri::command]
 pub async fn import_progress(state: State<'_, AppState>) -> Result<ImportProgress, ErrorReport> {
     Ok(state.import_queue().await?.progress().borrow().clone())
 }
 
-#[tauri::command]
 pub async fn import_items(
     state: State<'_, AppState>,
     offset: u32,
@@ -49,18 +45,15 @@ pub async fn import_items(
     Ok(state.import_queue().await?.items(offset, limit.clamp(1, MAX_PAGE), states).await?)
 }
 
-#[tauri::command]
 pub async fn import_item(state: State<'_, AppState>, id: ItemId) -> Result<ImportItemDetail, ErrorReport> {
     Ok(state.import_queue().await?.item(id).await?)
 }
 
-#[tauri::command]
 pub async fn import_thumbnail(state: State<'_, AppState>, id: ItemId) -> Result<Option<String>, ErrorReport> {
     Ok(state.import_queue().await?.thumbnail(id).await?)
 }
 
 /// Pause, resume, cancel (items stay queued), retry failed, clear done; returns the progress after.
-#[tauri::command]
 pub async fn import_control(state: State<'_, AppState>, action: ImportControl) -> Result<ImportProgress, ErrorReport> {
     let queue = state.import_queue().await?;
     match action {
@@ -78,7 +71,6 @@ pub async fn import_control(state: State<'_, AppState>, action: ImportControl) -
 }
 
 /// Review's accept: the product is saved and the item marked saved, in one transaction.
-#[tauri::command]
 pub async fn import_save_item(
     state: State<'_, AppState>,
     id: ItemId,
@@ -87,24 +79,20 @@ pub async fn import_save_item(
     Ok(state.import_queue().await?.save_item(id, product.normalized()).await?)
 }
 
-#[tauri::command]
 pub async fn import_discard_item(state: State<'_, AppState>, id: ItemId) -> Result<(), ErrorReport> {
     Ok(state.import_queue().await?.discard_item(id).await?)
 }
 
 /// Saves every ready item with nothing to check; returns their ids for the Undo.
-#[tauri::command]
 pub async fn import_save_all_ready(state: State<'_, AppState>) -> Result<Vec<ItemId>, ErrorReport> {
     Ok(state.import_queue().await?.save_all_ready_unflagged().await?)
 }
 
-#[tauri::command]
 pub async fn import_undo_save_all(state: State<'_, AppState>, ids: Vec<ItemId>) -> Result<UndoReport, ErrorReport> {
     Ok(state.import_queue().await?.undo_save_all(ids).await?)
 }
 
 /// Extracts a duplicate (or discarded, or failed) item anyway.
-#[tauri::command]
 pub async fn import_force(state: State<'_, AppState>, id: ItemId) -> Result<(), ErrorReport> {
     Ok(state.import_queue().await?.force_extract(id).await?)
 }

@@ -12,24 +12,20 @@ use tauri::State;
 use crate::dto::{ApiKeyChange, AppStatus, ConnectionCheck, GeminiSettings, Settings, SettingsInput};
 use crate::state::AppState;
 
-#[tauri::command]
 pub async fn app_status(state: State<'_, AppState>) -> Result<AppStatus, ErrorReport> {
     Ok(state.status())
 }
 
-#[tauri::command]
 pub async fn get_settings(state: State<'_, AppState>) -> Result<Settings, ErrorReport> {
     Ok(settings_of(&state))
 }
 
-#[tauri::command]
 pub async fn save_settings(state: State<'_, AppState>, input: SettingsInput) -> Result<Settings, ErrorReport> {
     let config = apply_input(state.file_config(), input)?;
     state.apply_file_config(config).await?;
     Ok(settings_of(&state))
 }
 
-#[tauri::command]
 pub async fn test_connection(state: State<'_, AppState>) -> Result<ConnectionCheck, ErrorReport> {
     let pipeline = state.pipeline();
     let started = Instant::now();
@@ -44,7 +40,6 @@ pub async fn test_connection(state: State<'_, AppState>) -> Result<ConnectionChe
     Ok(ConnectionCheck { models, latency_ms })
 }
 
-#[tauri::command]
 pub async fn set_demo_mode(state: State<'_, AppState>, enabled: bool) -> Result<AppStatus, ErrorReport> {
     state.set_demo(enabled).await
 }

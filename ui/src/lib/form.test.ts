@@ -1,6 +1,17 @@
 import { describe, expect, it } from "vitest";
+import { PRODUCT_FIELDS } from "../bindings/constants";
 import type { Product } from "../bindings/Product";
-import { emptyForm, formToProduct, mapAttributeFlags, parseDecimal, productToForm } from "./form";
+import {
+  changeLabel,
+  emptyForm,
+  emptyProduct,
+  fieldLabel,
+  formToProduct,
+  isTextField,
+  mapAttributeFlags,
+  parseDecimal,
+  productToForm,
+} from "./form";
 
 const full: Product = {
   name: "Oat Drink Barista",
@@ -84,5 +95,28 @@ describe("parseDecimal", () => {
   it("returns NaN for text", () => {
     expect(parseDecimal("abc")).toBeNaN();
     expect(parseDecimal("3.4.5")).toBeNaN();
+  });
+});
+
+describe("the field list from Rust", () => {
+  it("names every Product key once, with a label", () => {
+    const keys = PRODUCT_FIELDS.map((f) => f.key);
+    expect(new Set(keys).size).toBe(keys.length);
+    expect([...keys].sort()).toEqual(Object.keys(emptyProduct()).sort());
+    expect(fieldLabel("net_content")).toBe("Net content");
+    expect(fieldLabel("whatever")).toBe("whatever");
+  });
+
+  it("edits each text field through the form property of the same name", () => {
+    const form = emptyForm();
+    const text = PRODUCT_FIELDS.filter(isTextField);
+    expect(text.map((f) => f.key)).toContain("gtin");
+    for (const field of text) expect(typeof form[field.key]).toBe("string");
+  });
+
+  it("labels the diff's changes", () => {
+    expect(changeLabel("net_content")).toBe("Net content");
+    expect(changeLabel("attributes.Flavor")).toBe("Attribute “Flavor”");
+    expect(changeLabel("whatever")).toBe("whatever");
   });
 });

@@ -1,8 +1,11 @@
 // The review form edits strings; the catalog stores a Product. This module converts between the two
 // without losing anything the reviewer typed: a number that does not parse becomes a local
 // "invalid" flag instead of silently disappearing.
+import { PRODUCT_FIELDS } from "../bindings/constants";
 import type { FieldFlag } from "../bindings/FieldFlag";
+import type { FieldKey } from "../bindings/FieldKey";
 import type { Product } from "../bindings/Product";
+import type { ProductField } from "../bindings/ProductField";
 
 export interface AttributeRow {
   name: string;
@@ -164,18 +167,27 @@ export function mapAttributeFlags(flags: FieldFlag[], attributeRows: number[]): 
   });
 }
 
-/** The field names as the form and the diffs show them. */
-export const FIELD_LABELS: Readonly<Record<string, string>> = {
-  name: "Name",
-  brand: "Brand",
-  category: "Category",
-  description: "Description",
-  price: "Price",
-  gtin: "GTIN",
-  color: "Color",
-  size: "Size",
-  material: "Material",
-  net_content: "Net content",
-  attributes: "Attributes",
-  uncertain_fields: "Unsure fields",
-};
+/** The product's fields (generated from Rust), by key. */
+const FIELDS_BY_KEY: ReadonlyMap<string, ProductField> = new Map(PRODUCT_FIELDS.map((f) => [f.key, f]));
+
+/** A field's label as the form and the diffs show it ("Net content"); unknown names as they are. */
+export function fieldLabel(key: string): string {
+  return FIELDS_BY_KEY.get(key)?.label ?? key;
+}
+
+/** The form properties that hold a field's text as typed, named like the field. */
+export type TextFieldKey = {
+  [K in keyof ProductForm]: ProductForm[K] extends string ? K : never;
+}[keyof ProductForm] &
+  FieldKey;
+
+/** True for the fields the form edits as one text box (the field's key is the form property). */
+export function isTextField(field: ProductField): field is ProductField & { key: TextFieldKey } {
+  return field.kind === "text" || field.kind === "long_text" || field.kind === "gtin";
+}
+
+/** A label for a FieldChange.field of the Rust diff: "Price", "Attribute “Flavor”". */
+export function changeLabel(field: string): string {
+  if (field.startsWith("attributes.")) return `Attribute “${field.slice("attributes.".length)}”`;
+  return fieldLabel(field);
+}

@@ -24,6 +24,7 @@ function row(overrides: Partial<ImportRow> = {}): ImportRow {
     path: "/shoot/a.jpg",
     file_name: "a.jpg",
     state: "queued",
+    origin: "import",
     attempts: 0,
     last_error: null,
     skipped: null,
@@ -75,6 +76,14 @@ describe("statusLine", () => {
   it("points at review when done with ready items", () => {
     const counts = { queued: 0, preparing: 0, extracting: 0, ready: 2, saved: 1, failed: 0, skipped: 0 };
     expect(statusLine(progress({ status: { kind: "finished" }, counts })).text).toContain("review");
+  });
+  it("says another process works the queue, running while it has work", () => {
+    const busy = { queued: 3, preparing: 0, extracting: 1, ready: 0, saved: 0, failed: 0, skipped: 0 };
+    const line = statusLine(progress({ status: { kind: "worked_elsewhere" }, counts: busy }));
+    expect(line.text).toContain("Another product-extractor");
+    expect(line.tone).toBe("running");
+    const idle = { ...busy, queued: 0, extracting: 0, ready: 4 };
+    expect(statusLine(progress({ status: { kind: "worked_elsewhere" }, counts: idle })).tone).toBe("done");
   });
   it("invites a drop when empty", () => {
     expect(statusLine(progress()).text).toContain("Drop a folder");

@@ -72,6 +72,11 @@ export function statusLine(progress: ImportProgress, locale?: string, timeZone?:
       return { text: `Stopped: ${s.message}`, tone: "stopped" };
     case "finished":
       return { text: progress.counts.ready > 0 ? "Done — ready items wait for review." : "Done.", tone: "done" };
+    case "worked_elsewhere":
+      return {
+        text: "Another product-extractor (an import on the command line) is working this queue; its progress shows here, and the window takes over when it ends.",
+        tone: progress.counts.queued + progress.counts.preparing + progress.counts.extracting > 0 ? "running" : "done",
+      };
   }
 }
 

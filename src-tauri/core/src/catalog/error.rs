@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use crate::error::{Coded, ErrorCode};
+use crate::error::{Coded, ErrorCode, ErrorData};
+use crate::product::FieldFlag;
 
 /// Everything that can go wrong in the catalog.
 #[derive(Debug, thiserror::Error)]
@@ -44,9 +45,10 @@ pub enum CatalogError {
     /// Reading or writing a file next to the catalog (a backup) failed.
     #[error("cannot {action} {path}: {source}")]
     File { action: &'static str, path: PathBuf, source: std::io::Error },
-    /// The input was refused; `fields` names what is wrong.
+    /// The input was refused; `fields` names what is wrong. A product refused by its checks also
+    /// carries its flags (empty for any other refusal).
     #[error("invalid {}: {message}", fields.join(", "))]
-    Invalid { fields: Vec<String>, message: String },
+    Invalid { fields: Vec<String>, message: String, flags: Vec<FieldFlag> },
     /// A stored JSON column could not be written or read back.
     #[error("catalog JSON error: {0}")]
     Json(#[from] serde_json::Error),
@@ -61,7 +63,7 @@ pub enum CatalogError {
 
 impl CatalogError {
     pub(crate) fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
-        Self::Invalid { fields: vec![field.into()], message: message.into() }
+        Self::Invalid { fields: vec![field.into()], message: message.into(), flags: Vec::new() }
     }
 }
 
@@ -80,6 +82,13 @@ impl Coded for CatalogError {
             | Self::Spawn(_)
             | Self::Closed
             | Self::Panicked { .. } => ErrorCode::Catalog,
+        }
+    }
+
+    fn data(&self) -> Option<ErrorData> {
+        match self {
+            Self::Invalid { flags, .. } if !flags.is_empty() => Some(ErrorData::Validation { flags: flags.clone() }),
+            _ => None,
         }
     }
 }

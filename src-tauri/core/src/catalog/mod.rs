@@ -71,6 +71,7 @@ pub mod migrations;
 pub(crate) mod queries;
 pub mod records;
 mod revisions;
+pub(crate) mod tx;
 
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};

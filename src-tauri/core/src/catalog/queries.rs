@@ -52,7 +52,7 @@ pub(super) fn record_attempt(conn: &mut Connection, attempt: &NewAttempt) -> Res
 
 /// [`record_attempt`] inside the caller's transaction (the import queue records an attempt
 /// together with its item's new state).
-pub(crate) fn record_attempt_in(tx: &Connection, attempt: &NewAttempt) -> Result<AttemptId, CatalogError> {
+pub(super) fn record_attempt_in(tx: &Connection, attempt: &NewAttempt) -> Result<AttemptId, CatalogError> {
     if attempt.model.trim().is_empty() {
         return Err(CatalogError::invalid("model", "a model id is required"));
     }
@@ -138,7 +138,7 @@ pub(super) fn save_product(conn: &mut Connection, save: &SaveProduct) -> Result<
 
 /// [`save_product`] inside the caller's transaction, recording `source` in the history (the
 /// import queue saves a product together with its item's `saved`, as [`RevisionSource::Import`]).
-pub(crate) fn save_product_in(
+pub(super) fn save_product_in(
     tx: &Connection,
     save: &SaveProduct,
     source: RevisionSource,
@@ -207,12 +207,14 @@ pub(crate) fn save_product_in(
 
 /// Refuses a product with invalid fields, naming them (uncertain fields are fine).
 pub(super) fn refuse_invalid(product: &Product) -> Result<(), CatalogError> {
-    let invalid: Vec<_> = product.validate().into_iter().filter(|f| f.kind == FlagKind::Invalid).collect();
+    let flags = product.validate();
+    let invalid: Vec<_> = flags.iter().filter(|f| f.kind == FlagKind::Invalid).collect();
     if invalid.is_empty() {
         return Ok(());
     }
     let message = invalid.iter().map(|f| format!("{}: {}", f.field, f.message)).collect::<Vec<_>>().join("; ");
-    Err(CatalogError::Invalid { fields: invalid.into_iter().map(|f| f.field).collect(), message })
+    let fields = invalid.into_iter().map(|f| f.field.clone()).collect();
+    Err(CatalogError::Invalid { fields, message, flags })
 }
 
 /// The columns of `products` denormalized from the saved product.

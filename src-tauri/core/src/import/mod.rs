@@ -7,9 +7,13 @@
 //!   (save, discard, save all unflagged, undo), progress and per-item events.
 //! - `scan` turns what was dropped into entries: folders walked, photos hashed (SHA-256,
 //!   streamed), other files listed as skipped with the reason.
-//! - `store` is the SQL over `import_items` (migration 0003), run on the catalog thread.
-//! - `runner` is the driver task and one task per item in flight: prepare → record the photo →
-//!   call Gemini through the resilience stack with [`crate::resilience::SlotPolicy::Wait`] → write the result.
+//! - `store` is the SQL over `import_items` (migrations 0004 and 0005), run on the catalog thread;
+//!   it writes the catalog's own tables only through `catalog::tx`.
+//! - `shared` is the state the handle, the driver and the item tasks share: the user's mode, the
+//!   hold, the gate, the send slots (`slots`: interactive items first), progress and events.
+//! - `driver` is the task that claims items; `item` is one item's work: prepare → record the photo
+//!   → call Gemini through the resilience stack with [`crate::resilience::SlotPolicy::Wait`] →
+//!   write the result.
 //! - `progress` is what the window's bar and the CLI's stderr line show.
 //! - `phash` gives each prepared photo a difference hash for "looks like product X" hints.
 //!
@@ -33,9 +37,14 @@
 //! - **Crash-resume**: opening the queue puts `preparing` and `extracting` items back to `queued`;
 //!   `ready` ones keep their result and are never sent again. A kill at any moment loses nothing
 //!   and sends an item at most once more (if it was in flight).
+//! - **One engine**: every photo, dropped in the window, given to `extract` or imported in bulk,
+//!   is an item here. Interactive items ([`ItemOrigin::Interactive`]) are claimed first and get
+//!   the next free send slot, so a dropped photo never waits behind a bulk import.
 //! - **One process works the queue**: [`ImportQueue::open`] takes an advisory lock on a file next
-//!   to the catalog (released by the OS if the process dies); a second opener gets
-//!   [`ImportError::Busy`]. Reading the queue ([`ImportStore`]) needs no lock.
+//!   to the catalog (released by the OS if the process dies). A second opener does not fail: it
+//!   queues its items for the process that works the queue, follows their progress from the
+//!   database, and takes over when that process lets go. Reading the queue ([`ImportStore`])
+//!   needs no lock.
 //! - **K calls in flight**: with a bulkhead of K slots, up to K + lookahead items are worked on at
 //!   once and K of them may be sent at a time; a sender waits for a slot instead of failing
 //!   (`SlotPolicy::Wait`), so the bulkhead is full while items remain, and a pause or a hold stops
@@ -50,15 +59,18 @@
 //!   while its item is in flight; the thumbnail is stored in `photos`.
 //! - **Time is passed in**: rows are stamped with the pipeline's clock.
 
+mod driver;
+mod item;
 mod phash;
 mod progress;
 mod records;
-mod runner;
 mod scan;
+mod shared;
+mod slots;
 mod store;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use tokio::sync::{broadcast, watch};
@@ -69,10 +81,10 @@ pub use records::*;
 pub use store::ImportStore;
 
 use crate::catalog::{CatalogError, ProductRecord};
-use crate::error::{Coded, ErrorCode};
+use crate::error::{Coded, ErrorCode, ErrorData};
 use crate::pipeline::{Pipeline, SaveError};
 use crate::product::Product;
-use runner::Shared;
+use shared::{lock, Shared};
 use store::SaveFilter;
 
 /// How the queue works.
@@ -90,6 +102,25 @@ pub struct ImportOptions {
     pub max_attempts_per_item: u32,
     /// How long to wait on a quota error when the server gave no retry delay.
     pub default_quota_wait: Duration,
+    /// Which items this process works.
+    pub claims: ClaimScope,
+    /// Every failure fails its item at once (an open breaker, a quota, a rejected key included),
+    /// as a single call would: the CLI's `extract`, which prints a line per file and ends.
+    /// Otherwise such failures pause, hold or stop the queue with the item waiting.
+    pub fail_fast: bool,
+    /// How often to look at what other processes changed in the queue (items they queued for this
+    /// one to work; results of the items this one handed over), and whether the queue is free.
+    pub follow_interval: Duration,
+}
+
+/// Which queued items a process works.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ClaimScope {
+    #[default]
+    All,
+    /// Only interactive items: `extract` works the photos it was given (and other interactive
+    /// ones), never a bulk import it would have to abandon when it ends.
+    Interactive,
 }
 
 impl Default for ImportOptions {
@@ -100,6 +131,9 @@ impl Default for ImportOptions {
             prepare_concurrency: std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 8),
             max_attempts_per_item: 3,
             default_quota_wait: Duration::from_secs(30),
+            claims: ClaimScope::All,
+            fail_fast: false,
+            follow_interval: Duration::from_millis(500),
         }
     }
 }
@@ -109,6 +143,15 @@ impl Default for ImportOptions {
 pub struct EnqueueOptions {
     /// Queue photos even when the same bytes are in the catalog or the queue (a re-extract).
     pub force: bool,
+    /// Who asks: interactive items go first.
+    pub origin: ItemOrigin,
+}
+
+impl EnqueueOptions {
+    /// Photos a person dropped, added or named on the command line, waiting for their answer.
+    pub fn interactive() -> Self {
+        Self { force: false, origin: ItemOrigin::Interactive }
+    }
 }
 
 /// Why a queue operation failed.
@@ -123,12 +166,10 @@ pub enum ImportError {
     /// Review: the product is refused, with the invalid fields' flags.
     #[error(transparent)]
     Save(#[from] SaveError),
-    #[error("The import queue is in use by another product-extractor (the window, or an import on the command line); finish or close that one first.")]
-    Busy { lock: PathBuf },
     #[error("Cannot lock the import queue ({}): {source}", .path.display())]
     Lock { path: PathBuf, source: std::io::Error },
-    #[error("Listing the files to import failed unexpectedly ({0}).")]
-    Scan(String),
+    #[error("A background task ({what}) failed unexpectedly: {source}")]
+    Task { what: &'static str, source: tokio::task::JoinError },
 }
 
 impl From<rusqlite::Error> for ImportError {
@@ -148,9 +189,17 @@ impl Coded for ImportError {
         match self {
             Self::Catalog(e) => e.code(),
             Self::NotFound(_) => ErrorCode::NotFound,
-            Self::WrongState { .. } | Self::Busy { .. } => ErrorCode::Conflict,
+            Self::WrongState { .. } => ErrorCode::Conflict,
             Self::Save(e) => e.code(),
-            Self::Lock { .. } | Self::Scan(_) => ErrorCode::Io,
+            Self::Lock { .. } | Self::Task { .. } => ErrorCode::Io,
+        }
+    }
+
+    fn data(&self) -> Option<ErrorData> {
+        match self {
+            Self::Catalog(e) => e.data(),
+            Self::Save(e) => e.data(),
+            _ => None,
         }
     }
 }
@@ -165,15 +214,18 @@ pub struct ImportQueue {
 
 struct Inner {
     shared: Arc<Shared>,
-    /// The driver and the hash backfill; aborted on drop.
-    tasks: Vec<tokio::task::AbortHandle>,
-    /// Held while this handle lives: the OS releases it when the file closes or the process dies.
-    _lock: QueueLock,
+    /// The driver and the hash backfill while this process works the queue, or the follower
+    /// while another one does; aborted on drop.
+    tasks: Mutex<Vec<tokio::task::AbortHandle>>,
+    /// Held while this process works the queue: the OS releases it when the file closes or the
+    /// process dies.
+    lock: Mutex<Option<QueueLock>>,
+    lock_path: PathBuf,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        for task in &self.tasks {
+        for task in lock(&self.tasks).iter() {
             task.abort();
         }
     }
@@ -186,29 +238,63 @@ impl std::fmt::Debug for ImportQueue {
 }
 
 impl ImportQueue {
-    /// Opens the queue of the pipeline's catalog: takes the queue lock, puts items left
-    /// `preparing` or `extracting` by a previous run back to `queued` (crash-resume), and starts
-    /// the runner (working at once when `options.autostart`). Needs a tokio runtime.
+    /// Opens the queue of the pipeline's catalog. When no other process works it, this one does:
+    /// it takes the queue lock, puts items left `preparing` or `extracting` by a previous run back
+    /// to `queued` (crash-resume), and starts the driver (working at once when
+    /// `options.autostart`). Otherwise it follows: [`ImportQueue::enqueue`] hands items to the
+    /// process that works the queue, events and progress follow the database, and this one takes
+    /// over when the queue is free. Needs a tokio runtime.
     pub async fn open(pipeline: Pipeline, options: ImportOptions) -> Result<ImportQueue, ImportError> {
         let catalog = pipeline.catalog().clone();
         let lock_path = QueueLock::path_for(catalog.path());
-        let lock = tokio::task::spawn_blocking(move || QueueLock::acquire(&lock_path))
+        let shared = Arc::new(Shared::new(ImportStore::new(catalog), pipeline, options, Vec::new()));
+        let queue = ImportQueue {
+            inner: Arc::new(Inner { shared, tasks: Mutex::new(Vec::new()), lock: Mutex::new(None), lock_path }),
+        };
+        if !queue.try_to_work().await? {
+            tracing::info!("import: another process works this catalog's queue; items are handed to it");
+            let counted = queue.shared().counted(|_| Ok(())).await?;
+            queue.shared().publish(&counted, 0);
+            let follower = tokio::spawn(follow_until_free(Arc::downgrade(&queue.inner)));
+            lock(&queue.inner.tasks).push(follower.abort_handle());
+        }
+        Ok(queue)
+    }
+
+    /// Takes the queue lock if it is free and starts working the queue; false when another
+    /// process holds it.
+    async fn try_to_work(&self) -> Result<bool, ImportError> {
+        let path = self.inner.lock_path.clone();
+        let acquired = tokio::task::spawn_blocking(move || QueueLock::try_acquire(&path))
             .await
-            .map_err(|e| ImportError::Scan(e.to_string()))??;
-        let store = ImportStore::new(catalog);
-        let now = (pipeline.clock())();
-        let resumed = store.counted(move |conn| store::requeue_unfinished(conn, now)).await?;
+            .map_err(|source| ImportError::Task { what: "locking the import queue", source })??;
+        let Some(queue_lock) = acquired else { return Ok(false) };
+        let shared = self.shared();
+        let now = shared.now();
+        let resumed = shared.counted(move |conn| store::requeue_unfinished(conn, now)).await?;
         if resumed.value > 0 {
             tracing::info!(items = resumed.value, "import: unfinished items from an earlier run are queued again");
         }
-        let seed = store.run(store::near_seed).await?;
-        let shared = Arc::new(Shared::new(store, pipeline, options, seed));
+        let seed = shared.store.run(store::near_seed).await?;
+        {
+            let mut near = lock(&shared.near);
+            for (photo, hash) in seed {
+                near.insert(photo, hash);
+            }
+        }
+        *lock(&self.inner.lock) = Some(queue_lock);
+        shared.working.store(true, std::sync::atomic::Ordering::SeqCst);
+        lock(&shared.control).driver_alive = true;
         shared.publish(&resumed, 0);
-        let driver = tokio::spawn(runner::drive(shared.clone()));
-        let backfill = tokio::spawn(runner::backfill_phashes(shared.clone()));
-        Ok(ImportQueue {
-            inner: Arc::new(Inner { shared, tasks: vec![driver.abort_handle(), backfill.abort_handle()], _lock: lock }),
-        })
+        let driver = tokio::spawn(driver::drive(shared.clone()));
+        let backfill = tokio::spawn(driver::backfill_phashes(shared.clone()));
+        lock(&self.inner.tasks).extend([driver.abort_handle(), backfill.abort_handle()]);
+        Ok(true)
+    }
+
+    /// True while this process works the queue; false while it hands its items to another.
+    pub fn is_working(&self) -> bool {
+        self.shared().working.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     fn shared(&self) -> &Arc<Shared> {
@@ -243,7 +329,19 @@ impl ImportQueue {
     /// `options.force`. Items are written in batches, and the runner starts on the first batch
     /// (when `autostart`) while the rest is still being read.
     pub async fn enqueue(&self, paths: Vec<PathBuf>, options: EnqueueOptions) -> Result<EnqueueReport, ImportError> {
-        self.shared().enqueue(paths, options.force).await
+        Ok(self.shared().enqueue(paths, options).await?.report)
+    }
+
+    /// [`ImportQueue::enqueue`], also saying which item stands for each file, in the order given
+    /// (what the window's Extract view shows and `extract` waits for).
+    pub async fn enqueue_files(&self, paths: Vec<PathBuf>, options: EnqueueOptions) -> Result<Enqueued, ImportError> {
+        self.shared().enqueue(paths, options).await
+    }
+
+    /// The interactive items not saved or discarded yet, oldest first: the reviews a person
+    /// still owes, kept across restarts.
+    pub async fn interactive_open(&self) -> Result<Vec<ImportRow>, ImportError> {
+        self.store().interactive_open().await
     }
 
     /// Stops sending new calls; calls in flight finish. [`ImportQueue::resume`] goes on.
@@ -266,7 +364,7 @@ impl ImportQueue {
     /// [`ImportQueue::cancel`], then the runner ends. Other clones of this handle stop working.
     pub async fn shutdown(self) {
         self.cancel().await;
-        for task in &self.inner.tasks {
+        for task in lock(&self.inner.tasks).iter() {
             task.abort();
         }
     }
@@ -277,6 +375,22 @@ impl ImportQueue {
         let mut rx = self.progress();
         let settled = rx.wait_for(ImportProgress::is_settled).await.map(|p| p.clone());
         settled.unwrap_or_else(|_| self.shared().progress.borrow().clone())
+    }
+
+    /// Waits until the item is no longer waiting or in progress (ready, saved, failed or skipped)
+    /// and returns it. While paused or held, that is until the queue goes on.
+    pub async fn finished(&self, id: ItemId) -> Result<ImportItemDetail, ImportError> {
+        let mut events = self.subscribe();
+        loop {
+            let detail = self.item(id).await?;
+            if !detail.row.state.is_active() {
+                return Ok(detail);
+            }
+            // Any change may be this item's; a receiver that lagged looks again.
+            if let Err(broadcast::error::RecvError::Closed) = events.recv().await {
+                return self.item(id).await;
+            }
+        }
     }
 
     /// Failed items back to the queue, with a fresh attempt count. Returns how many.
@@ -394,7 +508,8 @@ impl QueueLock {
         PathBuf::from(name)
     }
 
-    fn acquire(path: &Path) -> Result<QueueLock, ImportError> {
+    /// The lock, or `None` when another process holds it.
+    fn try_acquire(path: &Path) -> Result<Option<QueueLock>, ImportError> {
         let lock_error = |source| ImportError::Lock { path: path.to_path_buf(), source };
         let file =
             std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path).map_err(lock_error)?;
@@ -402,11 +517,32 @@ impl QueueLock {
         match lock.try_write() {
             // Keep the lock for as long as the file is open: forgetting the guard skips its unlock.
             Ok(guard) => std::mem::forget(guard),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                return Err(ImportError::Busy { lock: path.to_path_buf() })
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(None),
             Err(e) => return Err(lock_error(e)),
         }
-        Ok(QueueLock { _file: lock })
+        Ok(Some(QueueLock { _file: lock }))
+    }
+}
+
+/// While another process works the queue: follows its changes and takes over once it lets go.
+/// Holds the queue only weakly, so dropping the last handle ends it.
+async fn follow_until_free(inner: Weak<Inner>) {
+    loop {
+        let Some(interval) = inner.upgrade().map(|i| i.shared.options.follow_interval) else { return };
+        tokio::time::sleep(interval).await;
+        let Some(inner) = inner.upgrade() else { return };
+        let queue = ImportQueue { inner };
+        match queue.try_to_work().await {
+            Ok(true) => {
+                tracing::info!("import: the queue is free; this process works it now");
+                return;
+            }
+            Ok(false) => {
+                if let Err(e) = queue.shared().follow_others().await {
+                    tracing::warn!(error = %e, "import: could not follow the queue");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "import: could not take the queue over"),
+        }
     }
 }

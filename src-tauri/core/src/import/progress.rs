@@ -90,6 +90,9 @@ pub enum ImportStatus {
     Stopped { code: ErrorCode, message: String },
     /// Nothing left to do: every item is ready, saved, failed or skipped.
     Finished,
+    /// Another product-extractor (the window, or an import on the command line) works this
+    /// catalog's queue: this one hands it its items and follows their progress.
+    WorkedElsewhere,
 }
 
 /// The queue at a glance.
@@ -146,6 +149,7 @@ impl ImportProgress {
         match self.status {
             ImportStatus::Finished => self.in_flight == 0 && self.counts.active() == 0,
             ImportStatus::Idle | ImportStatus::Stopped { .. } => self.in_flight == 0,
+            ImportStatus::WorkedElsewhere => self.counts.active() == 0,
             _ => false,
         }
     }

@@ -71,6 +71,31 @@ impl std::fmt::Display for ItemState {
 }
 
 /// Why an item is skipped.
+/// Who asked for an item. Interactive items (a photo dropped or added in the window, or given to
+/// `extract`) get the next free slot ahead of a bulk import's, and the window's Extract view shows
+/// those still waiting for review.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum ItemOrigin {
+    #[default]
+    Import,
+    Interactive,
+}
+
+impl ItemOrigin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Import => "import",
+            Self::Interactive => "interactive",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        [Self::Import, Self::Interactive].into_iter().find(|o| o.as_str() == text)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 #[ts(export)]
@@ -178,6 +203,8 @@ pub struct ImportRow {
     /// The last path component, for display.
     pub file_name: String,
     pub state: ItemState,
+    /// Who asked for it: interactive items go first and show in the Extract view.
+    pub origin: ItemOrigin,
     /// Calls that ended for this item's sake (see the migration).
     pub attempts: u32,
     /// Why it failed, or why it went back to the queue (e.g. `gemini_auth` while stopped).
@@ -258,6 +285,28 @@ pub struct EnqueueReport {
     pub skipped: u32,
     /// Already listed (same path, same bytes): nothing to do, e.g. when a run resumes.
     pub unchanged: u32,
+}
+
+/// What queueing files did, and the item that stands for each file, in the order given.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct Enqueued {
+    pub report: EnqueueReport,
+    pub files: Vec<EnqueuedFile>,
+}
+
+/// One file given to [`super::ImportQueue::enqueue_files`] and where it went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct EnqueuedFile {
+    pub path: String,
+    /// The file's own row: new, listed before (the same path and bytes), or skipped.
+    #[ts(type = "number")]
+    pub item: ItemId,
+    /// The item whose result stands for this file: `item` itself, or, for a duplicate of a photo
+    /// in the queue, the item with the same bytes (its proposal is this file's; no second call).
+    #[ts(type = "number")]
+    pub result_of: ItemId,
 }
 
 impl std::ops::AddAssign for EnqueueReport {

@@ -1,4 +1,4 @@
-//! What was dropped or chosen, as queue entries: folders walked recursively, each photo hashed
+//! The one photo-file walker. What was dropped or chosen, as queue entries: folders walked recursively, each photo hashed
 //! (SHA-256 of its bytes, streamed, so a file is never held in memory), everything else listed as
 //! skipped with the reason. Blocking file I/O: runs on the blocking pool, handing over batches.
 
@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::records::SkipReason;
-use crate::intake::{self, IntakeError};
-use crate::pipeline::PHOTO_EXTENSIONS;
+use crate::intake::{self, has_photo_extension, IntakeError};
 
 /// One file, ready to be queued.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,7 +22,7 @@ pub(crate) enum Scanned {
 
 /// Walks `paths` and hands the entries to `emit` in batches of `first` entries, then of `batch`;
 /// stops early when `emit` returns false. Files named explicitly are always tried (intake decides by their bytes); in
-/// folders, files are picked by extension ([`PHOTO_EXTENSIONS`]) and hidden entries are ignored.
+/// folders, files are picked by extension ([`intake::PHOTO_EXTENSIONS`]) and hidden entries are ignored.
 /// Paths are made absolute, so a later run from another directory recognizes them.
 pub(crate) fn scan(
     paths: &[PathBuf],
@@ -68,7 +67,7 @@ pub(crate) fn scan(
         for entry in walk {
             let scanned = match entry {
                 Ok(entry) if entry.file_type().is_dir() => continue,
-                Ok(entry) if is_photo_name(entry.path()) => photo(entry.path(), max_file_bytes),
+                Ok(entry) if has_photo_extension(entry.path()) => photo(entry.path(), max_file_bytes),
                 Ok(entry) => {
                     let what = entry.path().extension().map_or_else(
                         || "it has no photo extension".to_string(),
@@ -89,12 +88,6 @@ pub(crate) fn scan(
     if !pending.is_empty() {
         emit(pending);
     }
-}
-
-fn is_photo_name(path: &Path) -> bool {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|ext| PHOTO_EXTENSIONS.iter().any(|p| p.eq_ignore_ascii_case(ext)))
 }
 
 fn skipped(path: &Path, reason: SkipReason, message: String) -> Scanned {

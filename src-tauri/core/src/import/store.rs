@@ -17,7 +17,7 @@ use super::progress::StateCounts;
 use super::records::*;
 use super::scan::Scanned;
 use super::ImportError;
-use crate::catalog::queries::{record_attempt_in, save_product_in, thumbnail_url};
+use crate::catalog::tx as catalog_tx;
 use crate::catalog::{local_user, Catalog, NewAttempt, PhotoId, ProductId, ProductRecord, RevisionSource, SaveProduct};
 use crate::error::ErrorCode;
 use crate::gemini::Usage;
@@ -50,7 +50,18 @@ pub(crate) struct Counted<T> {
 pub(crate) struct Claimed {
     pub id: ItemId,
     pub path: String,
+    /// The SHA-256 computed when the file was queued: intake does not hash the file again.
+    pub sha256: Option<String>,
     pub attempts: u32,
+    pub origin: ItemOrigin,
+}
+
+/// Which items a worker claims.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origins {
+    All,
+    /// Only interactive items (a CLI `extract` works its own files, not a bulk import's).
+    Interactive,
 }
 
 /// How an item leaves `preparing` or `extracting`.
@@ -101,6 +112,12 @@ impl ImportStore {
         self.run(move |conn| page(conn, offset, limit, states.as_deref())).await
     }
 
+    /// The interactive items (dropped or added in the window, or given to `extract`) not saved or
+    /// discarded yet, oldest first.
+    pub async fn interactive_open(&self) -> Result<Vec<ImportRow>, ImportError> {
+        self.run(interactive_open).await
+    }
+
     /// One item with its proposal, flags and attempt; `NotFound` if it does not exist.
     pub async fn item(&self, id: ItemId) -> Result<ImportItemDetail, ImportError> {
         self.run(move |conn| detail(conn, id)).await
@@ -116,7 +133,7 @@ impl ImportStore {
                     |row| row.get(0),
                 )
                 .optional()?;
-            Ok(jpeg.map(|jpeg| thumbnail_url(&jpeg)))
+            Ok(jpeg.map(|jpeg| catalog_tx::thumbnail_url(&jpeg)))
         })
         .await
     }
@@ -163,102 +180,205 @@ pub(crate) fn counts(conn: &mut Connection) -> Result<(StateCounts, u32), Import
     Ok((counts, duplicates))
 }
 
-/// Queues a batch of scanned files in one transaction, recognizing what is known already.
+/// Queues a batch of scanned files in one transaction, recognizing what is known already, and
+/// says which item stands for each file.
 ///
+/// - The same path waiting or in progress: nothing to do (`unchanged`); an interactive request
+///   promotes it ahead of the bulk items.
 /// - The same path with the same bytes listed before (any state): nothing to do (`unchanged`);
-///   this is how a resumed run or a second drop of the same folder is recognized.
+///   this is how a resumed run or a second drop of the same folder is recognized. An interactive
+///   request for such an item that failed or was discarded queues it again (the user asked anew).
 /// - The same bytes as a product's photo: skipped, `already_in_catalog`.
-/// - The same bytes as another item (not skipped): skipped, `already_queued`.
+/// - The same bytes as another item (not skipped): skipped, `already_queued`; that item's result
+///   stands for this file.
 /// - `force`: queued anyway (a re-extract), unless the same path is waiting or in progress.
 pub(crate) fn insert_batch(
     conn: &mut Connection,
     batch: &[Scanned],
     force: bool,
+    origin: ItemOrigin,
     now: i64,
-) -> Result<EnqueueReport, ImportError> {
+) -> Result<Enqueued, ImportError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let mut report = EnqueueReport::default();
+    let mut done = Enqueued::default();
+    let report = &mut done.report;
     for entry in batch {
-        match entry {
+        let (path, item, result_of) = match entry {
             Scanned::Skipped { path, reason, message } => {
-                let listed: bool = tx.query_row(
-                    "SELECT EXISTS (SELECT 1 FROM import_items
-                                    WHERE path = ?1 AND sha256 IS NULL AND state = 'skipped' AND skip_reason = ?2)",
-                    params![path, reason.as_str()],
-                    |row| row.get(0),
-                )?;
-                if listed {
-                    report.unchanged += 1;
-                } else {
-                    insert_skipped(&tx, path, None, *reason, message, (None, None), now)?;
-                    report.skipped += 1;
-                }
+                let listed: Option<ItemId> = tx
+                    .query_row(
+                        "SELECT id FROM import_items
+                         WHERE path = ?1 AND sha256 IS NULL AND state = 'skipped' AND skip_reason = ?2
+                         ORDER BY id DESC LIMIT 1",
+                        params![path, reason.as_str()],
+                        |row| row.get(0),
+                    )
+                    .optional()?;
+                let item = match listed {
+                    Some(item) => {
+                        report.unchanged += 1;
+                        item
+                    }
+                    None => {
+                        report.skipped += 1;
+                        insert_skipped(
+                            &tx,
+                            &Skip { path, sha256: None, reason: *reason, message, dup: (None, None) },
+                            origin,
+                            now,
+                        )?
+                    }
+                };
+                (path, item, item)
             }
             Scanned::Photo { path, sha256 } => {
-                let pending: bool = tx.query_row(
-                    "SELECT EXISTS (SELECT 1 FROM import_items
-                                    WHERE path = ?1 AND state IN ('queued', 'preparing', 'extracting'))",
-                    [path],
-                    |row| row.get(0),
-                )?;
-                let listed = pending
-                    || (!force
-                        && tx.query_row(
-                            "SELECT EXISTS (SELECT 1 FROM import_items WHERE path = ?1 AND sha256 IS ?2)",
-                            params![path, sha256],
-                            |row| row.get::<_, bool>(0),
-                        )?);
-                if listed {
-                    report.unchanged += 1;
-                    continue;
-                }
-                if let (false, Some(sha)) = (force, sha256) {
-                    if let Some((product, name)) = product_with_sha(&tx, sha)? {
-                        let message = format!(
-                            "The same photo (the same bytes) is already product #{product} \u{201c}{name}\u{201d} in the catalog; it is not sent again. Extract it again only if you want a new proposal."
-                        );
-                        let dup = (None, Some(product));
-                        insert_skipped(&tx, path, Some(sha), SkipReason::AlreadyInCatalog, &message, dup, now)?;
-                        report.duplicates += 1;
-                        continue;
-                    }
-                    if let Some((item, other)) = item_with_sha(&tx, sha)? {
-                        let message = format!(
-                            "The same photo (the same bytes) is already in the queue as {other} (item #{item}); it is not sent again."
-                        );
-                        let dup = (Some(item), None);
-                        insert_skipped(&tx, path, Some(sha), SkipReason::AlreadyQueued, &message, dup, now)?;
-                        report.duplicates += 1;
-                        continue;
-                    }
-                }
-                let inserted = tx.execute(
-                    "INSERT INTO import_items (path, sha256, state, forced, queued_at, updated_at)
-                     VALUES (?1, ?2, 'queued', ?3, ?4, ?4)
-                     ON CONFLICT DO NOTHING",
-                    params![path, sha256, force, now],
-                )?;
-                if inserted == 1 {
-                    report.queued += 1;
-                } else {
-                    report.unchanged += 1;
-                }
+                let (item, result_of) = place_photo(&tx, path, sha256.as_deref(), force, origin, now, report)?;
+                (path, item, result_of)
             }
-        }
+        };
+        done.files.push(EnqueuedFile { path: path.clone(), item, result_of });
     }
     tx.commit()?;
-    Ok(report)
+    Ok(done)
 }
 
-fn insert_skipped(
+/// One photo of [`insert_batch`]: returns its item and the item whose result stands for it.
+fn place_photo(
     tx: &Connection,
     path: &str,
     sha256: Option<&str>,
-    reason: SkipReason,
-    message: &str,
-    (dup_item, dup_product): (Option<ItemId>, Option<ProductId>),
+    force: bool,
+    origin: ItemOrigin,
     now: i64,
-) -> Result<(), ImportError> {
+    report: &mut EnqueueReport,
+) -> Result<(ItemId, ItemId), ImportError> {
+    let pending: Option<ItemId> = tx
+        .query_row(
+            "SELECT id FROM import_items WHERE path = ?1 AND state IN ('queued', 'preparing', 'extracting')",
+            [path],
+            |row| row.get(0),
+        )
+        .optional()?;
+    if let Some(item) = pending {
+        promote(tx, item, origin)?;
+        report.unchanged += 1;
+        return Ok((item, item));
+    }
+    if !force {
+        let listed: Option<(ItemId, String, Option<String>, Option<ItemId>)> = tx
+            .query_row(
+                "SELECT id, state, skip_reason, duplicate_of_item FROM import_items
+                 WHERE path = ?1 AND sha256 IS ?2 ORDER BY id DESC LIMIT 1",
+                params![path, sha256],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+            )
+            .optional()?;
+        if let Some((item, state, skip_reason, duplicate_of)) = listed {
+            let asked_anew = origin == ItemOrigin::Interactive
+                && (state == "failed" || skip_reason.as_deref() == Some(SkipReason::Discarded.as_str()));
+            if asked_anew && requeue(tx, item, origin, now)? {
+                report.queued += 1;
+                return Ok((item, item));
+            }
+            report.unchanged += 1;
+            return Ok((item, duplicate_of.unwrap_or(item)));
+        }
+        if let Some(sha) = sha256 {
+            if let Some((product, name)) = product_with_sha(tx, sha)? {
+                let message = format!(
+                    "The same photo (the same bytes) is already product #{product} \u{201c}{name}\u{201d} in the catalog; it is not sent again. Extract it again only if you want a new proposal."
+                );
+                let dup = (None, Some(product));
+                let item = insert_skipped(
+                    tx,
+                    &Skip { path, sha256: Some(sha), reason: SkipReason::AlreadyInCatalog, message: &message, dup },
+                    origin,
+                    now,
+                )?;
+                report.duplicates += 1;
+                return Ok((item, item));
+            }
+            if let Some((other, other_path)) = item_with_sha(tx, sha)? {
+                let message = format!(
+                    "The same photo (the same bytes) is already in the queue as {other_path} (item #{other}); it is not sent again."
+                );
+                let dup = (Some(other), None);
+                let item = insert_skipped(
+                    tx,
+                    &Skip { path, sha256: Some(sha), reason: SkipReason::AlreadyQueued, message: &message, dup },
+                    origin,
+                    now,
+                )?;
+                promote(tx, other, origin)?;
+                report.duplicates += 1;
+                return Ok((item, other));
+            }
+        }
+    }
+    let inserted: Option<ItemId> = tx
+        .query_row(
+            "INSERT INTO import_items (path, sha256, state, forced, origin, queued_at, updated_at)
+             VALUES (?1, ?2, 'queued', ?3, ?4, ?5, ?5)
+             ON CONFLICT DO NOTHING
+             RETURNING id",
+            params![path, sha256, force, origin.as_str(), now],
+            |row| row.get(0),
+        )
+        .optional()?;
+    let item = match inserted {
+        Some(item) => {
+            report.queued += 1;
+            item
+        }
+        // Another process queued the same path meanwhile (the pending-path index).
+        None => {
+            report.unchanged += 1;
+            tx.query_row(
+                "SELECT id FROM import_items WHERE path = ?1 AND state IN ('queued', 'preparing', 'extracting')",
+                [path],
+                |row| row.get(0),
+            )?
+        }
+    };
+    Ok((item, item))
+}
+
+/// An interactive request for an item a bulk import queued: it goes ahead of the bulk items.
+fn promote(tx: &Connection, item: ItemId, origin: ItemOrigin) -> Result<(), ImportError> {
+    if origin == ItemOrigin::Interactive {
+        tx.execute(
+            "UPDATE import_items SET origin = 'interactive'
+             WHERE id = ?1 AND origin <> 'interactive' AND state IN ('queued', 'preparing', 'extracting', 'ready')",
+            [item],
+        )?;
+    }
+    Ok(())
+}
+
+/// A failed or discarded item back to the queue with a fresh attempt count (false when its path
+/// is waiting again already).
+fn requeue(tx: &Connection, item: ItemId, origin: ItemOrigin, now: i64) -> Result<bool, ImportError> {
+    Ok(tx.execute(
+        "UPDATE OR IGNORE import_items
+         SET state = 'queued', origin = ?2, attempts = 0, skip_reason = NULL, error_code = NULL, error_message = NULL,
+             updated_at = ?3
+         WHERE id = ?1 AND (state = 'failed' OR skip_reason = 'discarded')",
+        params![item, origin.as_str(), now],
+    )? == 1)
+}
+
+/// A file listed as skipped, and why.
+struct Skip<'a> {
+    path: &'a str,
+    sha256: Option<&'a str>,
+    reason: SkipReason,
+    message: &'a str,
+    /// The item or product it duplicates.
+    dup: (Option<ItemId>, Option<ProductId>),
+}
+
+fn insert_skipped(tx: &Connection, skip: &Skip<'_>, origin: ItemOrigin, now: i64) -> Result<ItemId, ImportError> {
+    let Skip { path, sha256, reason, message, dup: (dup_item, dup_product) } = *skip;
     // A duplicate is not an error: it has a message and no code.
     let code = match reason {
         SkipReason::UnsupportedFormat => Some(ErrorCode::UnsupportedFormat),
@@ -266,13 +386,24 @@ fn insert_skipped(
         SkipReason::NotAPhoto => Some(ErrorCode::InvalidImage),
         SkipReason::AlreadyInCatalog | SkipReason::AlreadyQueued | SkipReason::Discarded => None,
     };
-    tx.execute(
+    Ok(tx.query_row(
         "INSERT INTO import_items (path, sha256, state, skip_reason, duplicate_of_item, duplicate_of_product,
-                                   error_code, error_message, queued_at, updated_at)
-         VALUES (?1, ?2, 'skipped', ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
-        params![path, sha256, reason.as_str(), dup_item, dup_product, code.map(ErrorCode::as_str), message, now],
-    )?;
-    Ok(())
+                                   error_code, error_message, origin, queued_at, updated_at)
+         VALUES (?1, ?2, 'skipped', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)
+         RETURNING id",
+        params![
+            path,
+            sha256,
+            reason.as_str(),
+            dup_item,
+            dup_product,
+            code.map(ErrorCode::as_str),
+            message,
+            origin.as_str(),
+            now
+        ],
+        |row| row.get(0),
+    )?)
 }
 
 fn product_with_sha(tx: &Connection, sha: &str) -> Result<Option<(ProductId, String)>, ImportError> {
@@ -296,18 +427,39 @@ fn item_with_sha(tx: &Connection, sha: &str) -> Result<Option<(ItemId, String)>,
         .optional()?)
 }
 
-/// Takes the next queued item (fewest attempts, then oldest) and marks it `preparing`.
-pub(crate) fn claim_next(conn: &mut Connection, now: i64) -> Result<Option<Claimed>, ImportError> {
-    Ok(conn
-        .query_row(
-            "UPDATE import_items SET state = 'preparing', updated_at = ?1
-             WHERE id = (SELECT id FROM import_items WHERE state = 'queued' ORDER BY attempts, id LIMIT 1)
-               AND state = 'queued'
-             RETURNING id, path, attempts",
-            [now],
-            |row| Ok(Claimed { id: row.get(0)?, path: row.get(1)?, attempts: row.get(2)? }),
-        )
-        .optional()?)
+/// Takes the next queued item (interactive ones first, then fewest attempts, then oldest), only
+/// among `origins`, and marks it `preparing`.
+pub(crate) fn claim_next(conn: &mut Connection, origins: Origins, now: i64) -> Result<Option<Claimed>, ImportError> {
+    // Two index range scans on (state, origin, attempts, id), interactive first.
+    let order: &[ItemOrigin] = match origins {
+        Origins::All => &[ItemOrigin::Interactive, ItemOrigin::Import],
+        Origins::Interactive => &[ItemOrigin::Interactive],
+    };
+    for origin in order {
+        let claimed = conn
+            .query_row(
+                "UPDATE import_items SET state = 'preparing', updated_at = ?1
+                 WHERE id = (SELECT id FROM import_items WHERE state = 'queued' AND origin = ?2
+                             ORDER BY attempts, id LIMIT 1)
+                   AND state = 'queued'
+                 RETURNING id, path, sha256, attempts, origin",
+                params![now, origin.as_str()],
+                |row| {
+                    Ok(Claimed {
+                        id: row.get(0)?,
+                        path: row.get(1)?,
+                        sha256: row.get(2)?,
+                        attempts: row.get(3)?,
+                        origin: *origin,
+                    })
+                },
+            )
+            .optional()?;
+        if claimed.is_some() {
+            return Ok(claimed);
+        }
+    }
+    Ok(None)
 }
 
 /// `preparing → extracting`: the photo is recorded; its content hash (what was actually
@@ -324,10 +476,7 @@ pub(crate) fn mark_extracting(
 ) -> Result<bool, ImportError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     if let Some(hash) = phash {
-        tx.execute(
-            "UPDATE photos SET phash = ?2 WHERE id = ?1 AND phash IS NULL",
-            params![photo_id, phash::to_hex(hash)],
-        )?;
+        catalog_tx::set_photo_phash(&tx, photo_id, &phash::to_hex(hash))?;
     }
     let changed = tx.execute(
         "UPDATE import_items
@@ -351,7 +500,7 @@ pub(crate) fn finish(conn: &mut Connection, f: &Finish, now: i64) -> Result<bool
         None => (None, None, 0),
     };
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let attempt_id = f.attempt.as_ref().map(|a| record_attempt_in(&tx, a)).transpose()?;
+    let attempt_id = f.attempt.as_ref().map(|a| catalog_tx::record_attempt(&tx, a)).transpose()?;
     let changed = tx.execute(
         "UPDATE import_items
          SET state = ?3,
@@ -382,6 +531,15 @@ pub(crate) fn finish(conn: &mut Connection, f: &Finish, now: i64) -> Result<bool
     Ok(changed == 1)
 }
 
+/// One item a worker gave up on (its catalog write failed) back to `queued`.
+pub(crate) fn requeue_item(conn: &mut Connection, id: ItemId, now: i64) -> Result<usize, ImportError> {
+    Ok(conn.execute(
+        "UPDATE import_items SET state = 'queued', updated_at = ?2
+         WHERE id = ?1 AND state IN ('preparing', 'extracting')",
+        params![id, now],
+    )?)
+}
+
 /// Crash-resume and cancel: everything `preparing` or `extracting` goes back to `queued`
 /// (attempts unchanged). Ready items keep their result.
 pub(crate) fn requeue_unfinished(conn: &mut Connection, now: i64) -> Result<usize, ImportError> {
@@ -406,9 +564,9 @@ pub(crate) fn save_item(
 }
 
 fn save_in(tx: &Connection, id: ItemId, product: Product, now: i64) -> Result<ProductRecord, ImportError> {
-    let (state, photo_id, attempt_id): (String, Option<PhotoId>, Option<i64>) = tx
-        .query_row("SELECT state, photo_id, attempt_id FROM import_items WHERE id = ?1", [id], |row| {
-            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+    let (state, photo_id, attempt_id, origin): (String, Option<PhotoId>, Option<i64>, String) = tx
+        .query_row("SELECT state, photo_id, attempt_id, origin FROM import_items WHERE id = ?1", [id], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
         })
         .optional()?
         .ok_or(ImportError::NotFound(id))?;
@@ -422,7 +580,11 @@ fn save_in(tx: &Connection, id: ItemId, product: Product, now: i64) -> Result<Pr
         |row| row.get(0),
     )?;
     let save = SaveProduct { photo_id, attempt_id, saved: product, saved_at: now, saved_by: local_user() };
-    let record = save_product_in(tx, &save, RevisionSource::Import)?;
+    // A photo someone dropped (or gave to `extract`) is reviewed one by one; a bulk import's item
+    // is saved from the import's review.
+    let source =
+        if origin == ItemOrigin::Interactive.as_str() { RevisionSource::Review } else { RevisionSource::Import };
+    let record = catalog_tx::save_product(tx, &save, source)?;
     tx.execute(
         "UPDATE import_items SET state = 'saved', product_id = ?2, saved_revision = ?3, created_product = ?4,
                                  error_code = NULL, error_message = NULL, updated_at = ?5
@@ -491,11 +653,7 @@ pub(crate) fn undo_saves(conn: &mut Connection, ids: &[ItemId], now: i64) -> Res
         let restorable = match row {
             Some((state, Some(product), Some(revision), true)) if state == "saved" => {
                 // Its history goes with it (ON DELETE CASCADE); a product someone duplicated since stays.
-                tx.execute(
-                    "DELETE FROM products WHERE id = ?1 AND revision = ?2 AND deleted_at IS NULL
-                       AND NOT EXISTS (SELECT 1 FROM products d WHERE d.duplicate_of = ?1)",
-                    params![product, revision],
-                )? == 1
+                catalog_tx::remove_unchanged_product(&tx, product, revision)?
             }
             _ => false,
         };
@@ -610,10 +768,7 @@ pub(crate) fn photos_without_phash(
 pub(crate) fn set_phashes(conn: &mut Connection, hashes: &[(PhotoId, u64)]) -> Result<(), ImportError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     for (photo, hash) in hashes {
-        tx.execute(
-            "UPDATE photos SET phash = ?2 WHERE id = ?1 AND phash IS NULL",
-            params![photo, phash::to_hex(*hash)],
-        )?;
+        catalog_tx::set_photo_phash(&tx, *photo, &phash::to_hex(*hash))?;
     }
     tx.commit()?;
     Ok(())
@@ -629,7 +784,8 @@ const ROW_SELECT: &str = "
                                    WHERE p.photo_id = i.photo_id AND p.duplicate_of IS NULL AND p.deleted_at IS NULL)),
            i.updated_at, i.looks_like_distance,
            lp.id, lp.name,
-           li.id, li.path, json_extract(li.proposal_json, '$.name')
+           li.id, li.path, json_extract(li.proposal_json, '$.name'),
+           i.origin
     FROM import_items i
     LEFT JOIN products lp ON lp.photo_id = i.looks_like_photo_id AND lp.duplicate_of IS NULL AND lp.deleted_at IS NULL
     LEFT JOIN import_items li ON li.id = (SELECT max(x.id) FROM import_items x
@@ -668,6 +824,8 @@ fn row(r: &Row<'_>) -> rusqlite::Result<ImportRow> {
         }
         _ => None,
     };
+    let origin_text: String = r.get(21)?;
+    let origin = ItemOrigin::parse(&origin_text).ok_or_else(|| bad_column(21, &origin_text))?;
     let file_name =
         std::path::Path::new(&path).file_name().map_or_else(|| path.clone(), |n| n.to_string_lossy().into_owned());
     Ok(ImportRow {
@@ -675,6 +833,7 @@ fn row(r: &Row<'_>) -> rusqlite::Result<ImportRow> {
         file_name,
         path,
         state,
+        origin,
         attempts: r.get(3)?,
         last_error,
         skipped,
@@ -706,6 +865,29 @@ pub(crate) fn page(
     let mut stmt = conn.prepare_cached(&format!("{ROW_SELECT} {filter} ORDER BY i.id LIMIT ?1 OFFSET ?2"))?;
     let rows = stmt.query_map(params_from_iter([limit, offset]), row)?;
     Ok(ImportPage { total, rows: rows.collect::<Result<_, _>>()? })
+}
+
+/// The interactive items not saved or discarded yet, oldest first: the window's Extract view.
+pub(crate) fn interactive_open(conn: &mut Connection) -> Result<Vec<ImportRow>, ImportError> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "{ROW_SELECT} WHERE i.origin = 'interactive' AND i.state NOT IN ('saved', 'skipped') ORDER BY i.id"
+    ))?;
+    let rows = stmt.query_map([], row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Items changed at or after `since` (unix ms), with their state and change time: how a process
+/// follows what another process does to the shared queue.
+pub(crate) fn changed_since(conn: &mut Connection, since: i64) -> Result<Vec<(ItemId, ItemState, i64)>, ImportError> {
+    let mut stmt =
+        conn.prepare_cached("SELECT id, state, updated_at FROM import_items WHERE updated_at >= ?1 ORDER BY id")?;
+    let rows = stmt.query_map([since], |r| Ok((r.get(0)?, parse_state(r, 1)?, r.get(2)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// SQLite's `data_version`: it changes when another connection (another process) commits.
+pub(crate) fn data_version(conn: &mut Connection) -> Result<i64, ImportError> {
+    Ok(conn.query_row("PRAGMA data_version", [], |r| r.get(0))?)
 }
 
 pub(crate) fn detail(conn: &mut Connection, id: ItemId) -> Result<ImportItemDetail, ImportError> {

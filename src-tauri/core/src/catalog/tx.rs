@@ -1,0 +1,49 @@
+//! The catalog's writes that another module's transaction takes part in: the import store marks
+//! an item `ready` in the transaction that records its attempt, and `saved` in the one that saves
+//! its product. Only `catalog/` writes the catalog's tables (`photos`, `attempts`, `products`,
+//! `product_revisions`); the import store reaches them through these functions, each taking the
+//! caller's open transaction.
+
+use rusqlite::{params, Connection};
+
+use super::records::{AttemptId, NewAttempt, PhotoId, ProductId, ProductRecord, RevisionSource, SaveProduct};
+use super::CatalogError;
+
+/// Records an attempt (the audit trail) inside `tx`.
+pub(crate) fn record_attempt(tx: &Connection, attempt: &NewAttempt) -> Result<AttemptId, CatalogError> {
+    super::queries::record_attempt_in(tx, attempt)
+}
+
+/// Saves a product (and its revision) inside `tx`.
+pub(crate) fn save_product(
+    tx: &Connection,
+    save: &SaveProduct,
+    source: RevisionSource,
+) -> Result<ProductRecord, CatalogError> {
+    super::queries::save_product_in(tx, save, source)
+}
+
+/// Gives a photo its perceptual hash (16 hex digits), unless it has one.
+pub(crate) fn set_photo_phash(tx: &Connection, photo: PhotoId, phash_hex: &str) -> Result<(), CatalogError> {
+    tx.execute("UPDATE photos SET phash = ?2 WHERE id = ?1 AND phash IS NULL", params![photo, phash_hex])?;
+    Ok(())
+}
+
+/// Removes a product a save created, only while it is still at `revision`, not deleted, and no
+/// product duplicates it (its history goes with it). True when it was removed.
+pub(crate) fn remove_unchanged_product(
+    tx: &Connection,
+    product: ProductId,
+    revision: u32,
+) -> Result<bool, CatalogError> {
+    Ok(tx.execute(
+        "DELETE FROM products WHERE id = ?1 AND revision = ?2 AND deleted_at IS NULL
+           AND NOT EXISTS (SELECT 1 FROM products d WHERE d.duplicate_of = ?1)",
+        params![product, revision],
+    )? == 1)
+}
+
+/// A thumbnail's `data:` URL.
+pub(crate) fn thumbnail_url(jpeg: &[u8]) -> String {
+    super::queries::thumbnail_url(jpeg)
+}

@@ -1,0 +1,237 @@
+//! The driver: one task that claims items and reaps their tasks.
+//!
+//! It claims the next queued item whenever fewer than K + lookahead items are in flight (K = the
+//! bulkhead's slots, read from the current stack) and the queue may send calls — and an
+//! interactive item even beyond that, so a dropped photo never waits behind a bulk import's
+//! lookahead. Otherwise it sleeps until something changes: an item finishes, the user acts, items
+//! are queued, a hold's time is up, the breaker's snapshot says it lets calls through again, or
+//! another process changed the shared queue (looked at every `follow_interval`).
+
+use std::sync::Arc;
+
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use super::item;
+use super::phash;
+use super::records::ItemState;
+use super::shared::{lock, Hold, Mode, Shared};
+use super::store::{self, Counted, Origins};
+use super::{ClaimScope, ImportError};
+use crate::error::Coded;
+use crate::resilience::{BreakerSnapshot, BreakerState, ResilienceStack};
+
+/// The driver: claims items while the queue may run, and reaps their tasks. Ends when aborted
+/// (the last handle dropped), dropping (aborting) the item tasks with it.
+pub(crate) async fn drive(shared: Arc<Shared>) {
+    let _alive = DriverAlive(shared.clone());
+    let mut tasks: JoinSet<()> = JoinSet::new();
+    // The last claim found nothing queued (of any origin, or interactive); look again only after
+    // a change.
+    let mut exhausted = false;
+    let mut no_interactive = false;
+    let origins = match shared.options.claims {
+        ClaimScope::All => Origins::All,
+        ClaimScope::Interactive => Origins::Interactive,
+    };
+    let mut follow = tokio::time::interval(shared.options.follow_interval);
+    follow.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        while let Some(done) = tasks.try_join_next() {
+            report_panic(done);
+            exhausted = false;
+            no_interactive = false;
+        }
+        let (cancels, stopped) = {
+            let mut control = shared.control();
+            (std::mem::take(&mut control.cancels), matches!(control.hold, Some(Hold::Stopped { .. })))
+        };
+        // Cancelled, or stopped until someone acts: the work in flight is abandoned and its items
+        // wait in the queue (not half-prepared at the gate).
+        if !cancels.is_empty() || (stopped && !tasks.is_empty()) {
+            tasks.abort_all();
+            while let Some(done) = tasks.join_next().await {
+                report_panic(done);
+            }
+            shared.control().in_flight = 0;
+            let now = shared.now();
+            // The aborted tasks' catalog jobs were sent before this one: it sees their effects.
+            match shared.counted(move |conn| store::requeue_unfinished(conn, now)).await {
+                Ok(counted) => shared.publish(&counted, counted.value as u64),
+                Err(e) => tracing::error!(error = %e, "import: could not re-queue the cancelled items"),
+            }
+            for reply in cancels {
+                let _ = reply.send(());
+            }
+            exhausted = false;
+            no_interactive = false;
+            continue;
+        }
+        shared.control().in_flight = tasks.len();
+        shared.refresh();
+        let (mode, hold, seq) = {
+            let control = shared.control();
+            (control.mode, control.hold.clone(), control.hold_seq)
+        };
+        let wait = match (hold, mode) {
+            (Some(Hold::Stopped { .. }), _) | (_, Mode::Idle | Mode::PausedByUser) => Wait::Event,
+            (Some(Hold::Breaker { wake_at, .. }), Mode::Running) => {
+                Wait::Breaker(wake_at, seq, shared.pipeline().stack().clone())
+            }
+            (Some(Hold::Quota { wake_at, .. }), Mode::Running) => Wait::Until(wake_at, seq),
+            (None, Mode::Running) if exhausted => Wait::Event,
+            // Full: only an interactive item may still go ahead.
+            (None, Mode::Running) if tasks.len() >= shared.in_flight_limit() && no_interactive => Wait::Event,
+            (None, Mode::Running) => {
+                let full = tasks.len() >= shared.in_flight_limit();
+                let scope = if full { Origins::Interactive } else { origins };
+                let now = shared.now();
+                match shared.counted(move |conn| store::claim_next(conn, scope, now)).await {
+                    Ok(Counted { value: Some(item), counts, duplicates, seq }) => {
+                        shared.item_changed(
+                            item.id,
+                            ItemState::Preparing,
+                            &Counted { value: (), counts, duplicates, seq },
+                        );
+                        tasks.spawn(item::process(shared.clone(), item));
+                    }
+                    Ok(counted) => {
+                        shared.publish(&counted, 0);
+                        no_interactive = true;
+                        exhausted = !full;
+                    }
+                    Err(e) => stop_for(&shared, &e),
+                }
+                continue;
+            }
+        };
+        tokio::select! {
+            () = shared.wake.notified() => {
+                exhausted = false;
+                no_interactive = false;
+            }
+            Some(done) = tasks.join_next(), if !tasks.is_empty() => {
+                report_panic(done);
+                exhausted = false;
+                no_interactive = false;
+            }
+            seq = hold_over(wait) => shared.clear_hold(seq),
+            _ = follow.tick() => match shared.follow_others().await {
+                Ok(true) => {
+                    exhausted = false;
+                    no_interactive = false;
+                }
+                Ok(false) => {}
+                Err(e) => tracing::warn!(error = %e, "import: could not look at the queue's changes"),
+            },
+        }
+    }
+}
+
+/// What the driver waits for before looking again.
+pub(crate) enum Wait {
+    /// An event: a finished item, a wake-up.
+    Event,
+    /// An event, or the time (a quota hold).
+    Until(Instant, u64),
+    /// An event, the time if any, or the breaker letting calls through.
+    Breaker(Option<Instant>, u64, ResilienceStack),
+}
+
+/// Marks the driver gone when its future is dropped (the queue aborted it), answering waiting
+/// `cancel` calls: their items are re-queued at the next open.
+struct DriverAlive(Arc<Shared>);
+
+impl Drop for DriverAlive {
+    fn drop(&mut self) {
+        let mut control = self.0.control();
+        control.driver_alive = false;
+        control.cancels.clear();
+    }
+}
+
+/// Resolves when the hold `wait` describes is over (never for [`Wait::Event`]).
+async fn hold_over(wait: Wait) -> u64 {
+    match wait {
+        Wait::Event => std::future::pending().await,
+        Wait::Until(at, seq) => {
+            tokio::time::sleep_until(at).await;
+            seq
+        }
+        Wait::Breaker(at, seq, stack) => {
+            let timer = async {
+                match at {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = timer => seq,
+                () = breaker_admits(&stack) => seq,
+            }
+        }
+    }
+}
+
+/// Resolves when the breaker's published state lets calls through.
+async fn breaker_admits(stack: &ResilienceStack) {
+    let mut snapshots = stack.breaker().snapshot_watch();
+    loop {
+        if admits(&snapshots.borrow_and_update()) {
+            return;
+        }
+        if snapshots.changed().await.is_err() {
+            return std::future::pending().await;
+        }
+    }
+}
+
+fn admits(snapshot: &BreakerSnapshot) -> bool {
+    match snapshot.state {
+        BreakerState::Closed | BreakerState::Disabled | BreakerState::MetricsOnly => true,
+        BreakerState::HalfOpen => snapshot.half_open.is_some_and(|h| h.permits_used < h.permits_permitted),
+        BreakerState::Open | BreakerState::ForcedOpen => false,
+    }
+}
+
+fn report_panic(done: Result<(), tokio::task::JoinError>) {
+    if let Err(e) = done {
+        if e.is_panic() {
+            tracing::error!(error = %e, "import: an item task panicked");
+        }
+    }
+}
+
+pub(crate) fn stop_for(shared: &Shared, error: &ImportError) {
+    tracing::error!(error = %error, "import: stopped");
+    shared.hold(Hold::Stopped {
+        code: error.code(),
+        message: format!("The import stopped: {error} Resume to try again."),
+    });
+}
+
+/// Gives product photos saved before hashes existed a perceptual hash, in small batches, so they
+/// can be "looked like" too.
+pub(crate) async fn backfill_phashes(shared: Arc<Shared>) {
+    const BATCH: u32 = 64;
+    let mut after = 0;
+    loop {
+        let thumbnails = match shared.store.run(move |conn| store::photos_without_phash(conn, after, BATCH)).await {
+            Ok(t) if !t.is_empty() => t,
+            Ok(_) => return,
+            Err(e) => return tracing::warn!(error = %e, "import: could not hash older photos"),
+        };
+        after = thumbnails.last().map_or(after, |t| t.0);
+        let hashes: Vec<(i64, u64)> = tokio::task::spawn_blocking(move || {
+            thumbnails.iter().filter_map(|(photo, jpeg)| phash::dhash_jpeg(jpeg).map(|h| (*photo, h))).collect()
+        })
+        .await
+        .unwrap_or_default();
+        for (photo, hash) in &hashes {
+            lock(&shared.near).insert(*photo, *hash);
+        }
+        if let Err(e) = shared.store.run(move |conn| store::set_phashes(conn, &hashes)).await {
+            return tracing::warn!(error = %e, "import: could not store the hashes of older photos");
+        }
+    }
+}

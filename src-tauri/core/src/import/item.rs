@@ -1,0 +1,247 @@
+//! One item's work, from `preparing` to its outcome.
+//!
+//! The task prepares the photo (at most `prepare_concurrency` at once; intake reuses the SHA-256
+//! computed when the file was queued), records it, takes one of the K send slots (interactive
+//! items first), waits at the gate (closed while paused or held), marks it `extracting`, calls
+//! Gemini with `SlotPolicy::Wait`, and writes the outcome. Outcomes that concern the whole queue
+//! set a hold *before* the item goes back to `queued`, so the driver never re-claims it first:
+//! - `circuit_open` → held until the breaker's retry time, or until its state lets calls through;
+//! - `gemini_quota` → held for the server's retry delay (or the default);
+//! - `gemini_auth`, `gemini_not_found`, `config`, a catalog failure → stopped until Resume.
+//!
+//! With [`super::ImportOptions::fail_fast`] (the CLI's `extract`), every failure fails its item
+//! at once instead, as a single call would.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::driver::stop_for;
+use super::phash;
+use super::records::{ItemOrigin, ItemState};
+use super::shared::{lock, Hold, Shared, THROTTLE_WAIT};
+use super::store::{self, Claimed, Finish};
+use super::ImportError;
+use crate::error::{Coded, ErrorCode};
+use crate::pipeline::{ExtractError, GeminiOutcome, Pipeline};
+use crate::resilience::{BreakerState, NotPermitted, SlotPolicy};
+
+/// One item, from `preparing` to its outcome. A catalog failure stops the queue.
+pub(crate) async fn process(shared: Arc<Shared>, item: Claimed) {
+    let pipeline = shared.pipeline();
+    if let Err(error) = work(&shared, &pipeline, &item).await {
+        stop_for(&shared, &error);
+        let (id, now) = (item.id, shared.now());
+        let requeued = shared.counted(move |conn| store::requeue_item(conn, id, now)).await;
+        if let Ok(counted) = requeued {
+            shared.item_changed(id, ItemState::Queued, &counted);
+        }
+    }
+}
+
+/// How a failed extraction affects the item and the queue.
+enum Fault {
+    /// The photo's own fault: the item fails, the rest goes on.
+    Own,
+    /// The service failed after the stack's retries: another try later, up to the limit.
+    Service,
+    Breaker(NotPermitted),
+    Quota(Option<Duration>),
+    /// Nothing will work until someone acts (key, model, settings).
+    Stop,
+    /// The stack's own limits (rate limiter, bulkhead): a moment's wait.
+    Throttled,
+}
+
+/// A local catalog failure is not a fault of the item's: it stops the queue (see `classified`).
+fn classify(error: &ExtractError) -> Fault {
+    match error {
+        ExtractError::Intake(_) | ExtractError::Catalog(_) => Fault::Own,
+        ExtractError::CircuitOpen(rejection) => Fault::Breaker(rejection.clone()),
+        ExtractError::BulkheadFull { .. } | ExtractError::RateLimited { .. } => Fault::Throttled,
+        ExtractError::TimedOut(_) => Fault::Service,
+        ExtractError::Gemini(e) => match e.code() {
+            ErrorCode::GeminiQuota => Fault::Quota(e.retry_after()),
+            ErrorCode::GeminiAuth | ErrorCode::GeminiNotFound | ErrorCode::Config => Fault::Stop,
+            ErrorCode::GeminiUnavailable | ErrorCode::GeminiApiError | ErrorCode::Timeout | ErrorCode::Network => {
+                Fault::Service
+            }
+            _ => Fault::Own,
+        },
+    }
+}
+
+async fn work(shared: &Arc<Shared>, pipeline: &Pipeline, item: &Claimed) -> Result<(), ImportError> {
+    let id = item.id;
+    let path = PathBuf::from(&item.path);
+    let prepared = {
+        let _slot = shared.prepare_slots.acquire().await;
+        pipeline.prepare_known(&path, item.sha256.clone()).await
+    };
+    let image = match prepared {
+        Ok(image) => image,
+        Err(error) => {
+            let error = ExtractError::Intake(error);
+            let outcome =
+                Finish { id, from: ItemState::Preparing, to: ItemState::Failed, ..finish_error(&error, None, false) };
+            shared.record_finished();
+            return finish(shared, outcome).await;
+        }
+    };
+    let thumbnail = image.thumbnail_jpeg.clone();
+    let phash = tokio::task::spawn_blocking(move || phash::dhash_jpeg(&thumbnail)).await.ok().flatten();
+    let photo_id = pipeline.record_photo(&path, &image).await?;
+    let looks_like = phash.and_then(|hash| lock(&shared.near).nearest(photo_id, hash));
+
+    // One of K sends, then the gate (closed while paused, or held for the breaker, the quota or
+    // a stop): the prepared photo waits here.
+    let send = shared.sends().acquire(item.origin == ItemOrigin::Interactive).await;
+    shared.wait_for_gate().await;
+    let (sha256, now) = (image.sha256.clone(), shared.now());
+    let mark = async {
+        let moved = shared
+            .counted(move |conn| store::mark_extracting(conn, id, photo_id, &sha256, phash, looks_like, now))
+            .await?;
+        if moved.value {
+            shared.item_changed(id, ItemState::Extracting, &moved);
+            if let Some(hash) = phash {
+                lock(&shared.near).insert(photo_id, hash);
+            }
+        }
+        Ok::<(), ImportError>(())
+    };
+    // `extracting` and the call start together, the state first (`biased`): the catalog thread
+    // runs jobs in the order they were sent, so the state is written before the outcome below,
+    // and the call does not wait for the write. No transaction is open during the call: each
+    // catalog job is complete in itself. (Were the item moved meanwhile, the outcome would only
+    // be audited: `finish` changes items still `extracting`.)
+    let (marked, call) = tokio::join!(biased; mark, pipeline.call_gemini(photo_id, &image, SlotPolicy::Wait));
+    drop(image);
+    marked?;
+    let outcome = classified(shared, pipeline, item, call.into_outcome()).await?;
+    // Any hold this outcome calls for is set: the next item may go (or wait at the gate).
+    drop(send);
+    finish(shared, outcome).await
+}
+
+/// What the call's outcome does to the item, setting the queue's hold when it concerns the queue.
+async fn classified(
+    shared: &Arc<Shared>,
+    pipeline: &Pipeline,
+    item: &Claimed,
+    outcome: GeminiOutcome,
+) -> Result<Finish, ImportError> {
+    let id = item.id;
+    Ok(match outcome {
+        GeminiOutcome::Answered { attempt, answer } => {
+            let product = answer.product;
+            let flags = product.validate();
+            shared.record_finished();
+            Finish {
+                id,
+                from: ItemState::Extracting,
+                to: ItemState::Ready,
+                attempt: Some(attempt),
+                count_attempt: true,
+                proposal: Some((product, flags)),
+                error: None,
+            }
+        }
+        GeminiOutcome::Failed { attempt, error: ExtractError::Catalog(e) } => {
+            if let Some(attempt) = attempt {
+                let _ = pipeline.catalog().record_attempt(attempt).await;
+            }
+            return Err(ImportError::Catalog(e));
+        }
+        GeminiOutcome::Failed { attempt, error } => {
+            let (to, counted) = match classify(&error) {
+                Fault::Own => (ItemState::Failed, true),
+                // A line per file now, as a single call would give (the CLI's `extract`).
+                Fault::Service if shared.options.fail_fast => (ItemState::Failed, true),
+                Fault::Breaker(_) | Fault::Quota(_) | Fault::Throttled | Fault::Stop if shared.options.fail_fast => {
+                    (ItemState::Failed, false)
+                }
+                Fault::Service if item.attempts + 1 >= shared.options.max_attempts_per_item => {
+                    (ItemState::Failed, true)
+                }
+                Fault::Service => (ItemState::Queued, true),
+                Fault::Breaker(rejection) => {
+                    shared.hold(breaker_hold(&rejection, shared.now()));
+                    (ItemState::Queued, false)
+                }
+                Fault::Quota(delay) => {
+                    let wait = delay.unwrap_or(shared.options.default_quota_wait);
+                    shared.hold(quota_hold(wait, shared.now(), &error.to_string()));
+                    (ItemState::Queued, false)
+                }
+                Fault::Throttled => {
+                    shared.hold(quota_hold(THROTTLE_WAIT, shared.now(), &error.to_string()));
+                    (ItemState::Queued, false)
+                }
+                Fault::Stop => {
+                    shared.hold(Hold::Stopped { code: error.code(), message: error.to_string() });
+                    (ItemState::Queued, false)
+                }
+            };
+            if to == ItemState::Failed {
+                shared.record_finished();
+            }
+            Finish { id, from: ItemState::Extracting, to, ..finish_error(&error, attempt, counted) }
+        }
+    })
+}
+
+fn finish_error(error: &ExtractError, attempt: Option<crate::catalog::NewAttempt>, count_attempt: bool) -> Finish {
+    Finish {
+        id: 0,
+        from: ItemState::Extracting,
+        to: ItemState::Failed,
+        attempt,
+        count_attempt,
+        proposal: None,
+        error: Some((error.code(), error.to_string())),
+    }
+}
+
+async fn finish(shared: &Arc<Shared>, outcome: Finish) -> Result<(), ImportError> {
+    let (id, to, now) = (outcome.id, outcome.to, shared.now());
+    let counted = shared.counted(move |conn| store::finish(conn, &outcome, now)).await?;
+    if counted.value {
+        shared.item_changed(id, to, &counted);
+    } else {
+        shared.publish(&counted, 0);
+    }
+    Ok(())
+}
+
+fn breaker_hold(rejection: &NotPermitted, now_ms: i64) -> Hold {
+    // "Strictly after" the retry time: wake a millisecond late rather than early.
+    let wake_at = rejection.retry_in.map(|wait| Instant::now() + wait + Duration::from_millis(1));
+    let until_unix_ms = rejection.retry_in.map(|wait| now_ms + millis(wait));
+    let message = match (rejection.state, rejection.retry_at_wall) {
+        (BreakerState::ForcedOpen, _) => {
+            "Paused: calls to Gemini are switched off (circuit forced open); release them in Gemini status.".into()
+        }
+        (BreakerState::HalfOpen, _) => "Paused: Gemini was failing; waiting for the test calls to finish.".into(),
+        (_, Some(at)) => {
+            let at: chrono::DateTime<chrono::Local> = at.into();
+            format!("Paused: Gemini is failing, next try at {}.", at.format("%H:%M:%S"))
+        }
+        (_, None) => "Paused: Gemini is failing.".into(),
+    };
+    Hold::Breaker { wake_at, until_unix_ms, message }
+}
+
+fn quota_hold(wait: Duration, now_ms: i64, message: &str) -> Hold {
+    Hold::Quota {
+        wake_at: Instant::now() + wait,
+        until_unix_ms: now_ms + millis(wait),
+        message: format!("Waiting: {message}"),
+    }
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}

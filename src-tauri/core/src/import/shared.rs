@@ -1,0 +1,445 @@
+//! The queue's shared state and controls: what the handle, the driver and the item tasks share
+//! (the pipeline in use, the user's mode, the hold, the gate, the send slots, progress and
+//! events), and queueing files.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use tokio::sync::{broadcast, oneshot, watch, Notify, Semaphore};
+use tokio::time::Instant;
+
+use super::phash::NearIndex;
+use super::progress::{eta_ms, ImportProgress, ImportStatus, Throughput};
+use super::records::{Enqueued, ItemChanged, ItemId, ItemState};
+use super::scan::{self, Scanned};
+use super::slots::SendSlots;
+use super::store::{self, Counted, ImportStore};
+use super::{EnqueueOptions, ImportError, ImportOptions};
+use crate::error::ErrorCode;
+use crate::pipeline::Pipeline;
+
+/// Files per enqueue transaction; the first one is small so the runner starts at once.
+const FIRST_BATCH: usize = 8;
+const ENQUEUE_BATCH: usize = 64;
+/// Capacity of the per-item event channel.
+const EVENT_CAPACITY: usize = 1024;
+/// How long to hold after the stack refused a call for its own limits (rate limiter, bulkhead).
+pub(crate) const THROTTLE_WAIT: Duration = Duration::from_secs(1);
+
+/// What the driver, the item tasks and the handle share.
+pub(crate) struct Shared {
+    pub(crate) store: ImportStore,
+    /// Replaced when Settings change; each item runs with the pipeline it started with.
+    pub(crate) pipeline: RwLock<Pipeline>,
+    /// What the user asked for and what the queue waits for. A std mutex: never held across
+    /// an `.await`.
+    pub(crate) control: Mutex<Control>,
+    /// Wakes the driver after any change to `control` or to the queued items.
+    pub(crate) wake: Notify,
+    /// Open while calls may be sent; prepared items wait here while paused or held.
+    pub(crate) gate: watch::Sender<bool>,
+    pub(crate) progress: watch::Sender<ImportProgress>,
+    pub(crate) events: broadcast::Sender<ItemChanged>,
+    /// The newest count read published (see `Counted::seq`): an older read never wins.
+    pub(crate) last_counts_seq: AtomicU64,
+    /// Perceptual hashes of product photos and queued photos, for near-duplicate hints.
+    pub(crate) near: Mutex<NearIndex>,
+    /// Bounds the photos prepared at once (CPU), independently of the calls in flight.
+    pub(crate) prepare_slots: Semaphore,
+    /// K slots (the bulkhead's) to pass the gate: at most K items are sent at a time, so a pause
+    /// or a hold stops the sending at once instead of after the items queued for a slot; an
+    /// interactive item gets the next free one. Replaced with the pipeline when K changes.
+    pub(crate) sends: RwLock<Arc<SendSlots>>,
+    pub(crate) throughput: Mutex<Throughput>,
+    /// True while this process works the queue (holds the queue lock); otherwise another process
+    /// does, and this one only queues items and follows their progress.
+    pub(crate) working: AtomicBool,
+    /// What the last look at other processes' changes saw.
+    pub(crate) follow: Mutex<Follow>,
+    pub(crate) options: ImportOptions,
+}
+
+/// Following the changes other processes make to the shared queue.
+#[derive(Default)]
+pub(crate) struct Follow {
+    data_version: Option<i64>,
+    /// Items seen changed at the last look (id → state, change time), so an overlap of the time
+    /// windows does not announce a change twice.
+    seen: HashMap<ItemId, (ItemState, i64)>,
+    since: i64,
+    /// The state this process last announced for each item, so its own changes, seen again in
+    /// the database, are not announced twice.
+    announced: HashMap<ItemId, ItemState>,
+}
+
+/// How far back each look at other processes' changes reaches beyond the previous one: their
+/// clocks are the same machine's, but a change and its commit are not the same instant.
+const FOLLOW_OVERLAP_MS: i64 = 2_000;
+
+#[derive(Default)]
+pub(crate) struct Control {
+    pub(crate) mode: Mode,
+    pub(crate) hold: Option<Hold>,
+    /// Bumped on every new hold, so a timer only clears the hold it was armed for.
+    pub(crate) hold_seq: u64,
+    /// Callers of `cancel` waiting for the driver to have abandoned the work in flight.
+    pub(crate) cancels: Vec<oneshot::Sender<()>>,
+    /// The driver runs; once it ended (the queue shut down), `cancel` has nobody to wait for.
+    pub(crate) driver_alive: bool,
+    /// Items in flight (the driver's count).
+    pub(crate) in_flight: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Mode {
+    #[default]
+    Idle,
+    Running,
+    PausedByUser,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Hold {
+    /// `wake_at`: when the breaker lets a probe through (`None`: only a state change helps).
+    Breaker {
+        wake_at: Option<Instant>,
+        until_unix_ms: Option<i64>,
+        message: String,
+    },
+    Quota {
+        wake_at: Instant,
+        until_unix_ms: i64,
+        message: String,
+    },
+    Stopped {
+        code: ErrorCode,
+        message: String,
+    },
+}
+
+impl Shared {
+    pub(crate) fn new(store: ImportStore, pipeline: Pipeline, options: ImportOptions, seed: Vec<(i64, u64)>) -> Self {
+        let mut near = NearIndex::default();
+        for (photo, hash) in seed {
+            near.insert(photo, hash);
+        }
+        let mode = if options.autostart { Mode::Running } else { Mode::Idle };
+        let sends = SendSlots::new(slots_of(&pipeline));
+        Self {
+            store,
+            pipeline: RwLock::new(pipeline),
+            control: Mutex::new(Control { mode, ..Control::default() }),
+            wake: Notify::new(),
+            gate: watch::channel(false).0,
+            progress: watch::channel(ImportProgress::new(ImportStatus::Idle)).0,
+            events: broadcast::channel(EVENT_CAPACITY).0,
+            last_counts_seq: AtomicU64::new(0),
+            near: Mutex::new(near),
+            prepare_slots: Semaphore::new(options.prepare_concurrency.max(1)),
+            sends: RwLock::new(sends),
+            throughput: Mutex::new(Throughput::new()),
+            working: AtomicBool::new(false),
+            follow: Mutex::new(Follow::default()),
+            options,
+        }
+    }
+
+    pub(crate) fn pipeline(&self) -> Pipeline {
+        self.pipeline.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    pub(crate) fn now(&self) -> i64 {
+        (self.pipeline().clock())()
+    }
+
+    pub(crate) fn control(&self) -> std::sync::MutexGuard<'_, Control> {
+        self.control.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn set_pipeline(&self, pipeline: Pipeline) {
+        let slots = slots_of(&pipeline);
+        let mut sends = self.sends.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if slots != slots_of(&self.pipeline()) {
+            *sends = SendSlots::new(slots);
+        }
+        drop(sends);
+        *self.pipeline.write().unwrap_or_else(std::sync::PoisonError::into_inner) = pipeline;
+        let mut control = self.control();
+        if matches!(control.hold, Some(Hold::Breaker { .. })) {
+            control.hold = None;
+        }
+        drop(control);
+        self.changed();
+    }
+
+    pub(crate) fn pause(&self) {
+        let mut control = self.control();
+        if control.mode == Mode::Running {
+            control.mode = Mode::PausedByUser;
+        }
+        drop(control);
+        self.changed();
+    }
+
+    pub(crate) fn resume(&self) {
+        let mut control = self.control();
+        if control.mode != Mode::Running || control.hold.is_some() {
+            self.throughput_restart();
+        }
+        control.mode = Mode::Running;
+        control.hold = None;
+        drop(control);
+        self.changed();
+    }
+
+    /// New work arrived: start when `autostart` and idle; wake the driver.
+    pub(crate) fn kick(&self) {
+        let mut control = self.control();
+        if self.options.autostart && control.mode == Mode::Idle {
+            control.mode = Mode::Running;
+            self.throughput_restart();
+        }
+        drop(control);
+        self.changed();
+    }
+
+    pub(crate) async fn cancel(&self) {
+        let (reply, done) = oneshot::channel();
+        {
+            let mut control = self.control();
+            control.mode = Mode::Idle;
+            if !control.driver_alive {
+                return;
+            }
+            control.cancels.push(reply);
+        }
+        self.changed();
+        // The driver answers once the work in flight is abandoned (or when it ends).
+        let _ = done.await;
+    }
+
+    /// Sets a hold that concerns the whole queue and closes the gate at once. A stop is not
+    /// replaced by a pause.
+    pub(crate) fn hold(&self, hold: Hold) {
+        let mut control = self.control();
+        if !matches!(control.hold, Some(Hold::Stopped { .. })) {
+            control.hold = Some(hold);
+            control.hold_seq += 1;
+        }
+        drop(control);
+        self.changed();
+    }
+
+    pub(crate) fn clear_hold(&self, seq: u64) {
+        let mut control = self.control();
+        if control.hold_seq == seq && !matches!(control.hold, Some(Hold::Stopped { .. })) {
+            control.hold = None;
+        }
+        drop(control);
+        self.changed();
+    }
+
+    /// The gate and the status follow the control; the driver looks again.
+    pub(crate) fn changed(&self) {
+        self.refresh();
+        self.wake.notify_one();
+    }
+
+    /// Recomputes the gate and the status from the control and the counts.
+    pub(crate) fn refresh(&self) {
+        let working = self.working.load(Ordering::SeqCst);
+        let control = self.control();
+        let open = control.mode == Mode::Running && control.hold.is_none();
+        let in_flight = control.in_flight;
+        let (mode, hold) = (control.mode, control.hold.clone());
+        drop(control);
+        self.gate.send_if_modified(|was| std::mem::replace(was, open) != open);
+        self.progress.send_if_modified(|p| {
+            let status =
+                if working { status_of(mode, hold.as_ref(), p, in_flight) } else { ImportStatus::WorkedElsewhere };
+            let in_flight = u32::try_from(in_flight).unwrap_or(u32::MAX);
+            let changed = p.status != status || p.in_flight != in_flight;
+            p.status = status;
+            p.in_flight = in_flight;
+            changed
+        });
+    }
+
+    /// Publishes counts read on the catalog thread (unless newer ones were published already),
+    /// with `changes` more changes to items.
+    pub(crate) fn publish<T>(&self, counted: &Counted<T>, changes: u64) {
+        self.publish_with(counted, changes, None);
+    }
+
+    /// One item changed: counts, the change counter, and its event.
+    pub(crate) fn item_changed<T>(&self, id: ItemId, state: ItemState, counted: &Counted<T>) {
+        self.publish_with(counted, 1, Some((id, state)));
+    }
+
+    fn publish_with<T>(&self, counted: &Counted<T>, changes: u64, item: Option<(ItemId, ItemState)>) {
+        let now = Instant::now();
+        let per_minute = self.throughput.lock().unwrap_or_else(std::sync::PoisonError::into_inner).per_minute(now);
+        self.progress.send_modify(|p| {
+            if self.last_counts_seq.fetch_max(counted.seq, Ordering::SeqCst) < counted.seq {
+                p.set_counts(counted.counts, counted.duplicates);
+            }
+            p.changes += changes;
+            p.throughput_per_min = (per_minute * 10.0).round() / 10.0;
+            p.eta_ms = eta_ms(p.counts.active(), per_minute);
+            // Sent before the progress watchers wake: whoever sees the new progress (e.g. "settled")
+            // finds the event already in the channel. Nobody listening is fine.
+            if let Some((id, state)) = item {
+                lock(&self.follow).announced.insert(id, state);
+                let _ = self.events.send(ItemChanged { id, state, change: p.changes });
+            }
+        });
+        self.refresh();
+    }
+
+    /// Runs a single-item change and announces it.
+    pub(crate) async fn single<T, F>(&self, id: ItemId, state: ItemState, f: F) -> Result<T, ImportError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut rusqlite::Connection) -> Result<T, ImportError> + Send + 'static,
+    {
+        let counted = self.counted(f).await?;
+        self.item_changed(id, state, &counted);
+        Ok(counted.value)
+    }
+
+    pub(crate) async fn counted<T, F>(&self, f: F) -> Result<Counted<T>, ImportError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut rusqlite::Connection) -> Result<T, ImportError> + Send + 'static,
+    {
+        self.store.counted(f).await
+    }
+
+    pub(crate) fn throughput_restart(&self) {
+        self.throughput.lock().unwrap_or_else(std::sync::PoisonError::into_inner).restart(Instant::now());
+    }
+
+    pub(crate) fn record_finished(&self) {
+        self.throughput.lock().unwrap_or_else(std::sync::PoisonError::into_inner).record(Instant::now());
+    }
+
+    /// Items in flight at most: the bulkhead's slots plus the lookahead.
+    pub(crate) fn in_flight_limit(&self) -> usize {
+        let slots = slots_of(&self.pipeline());
+        slots + self.options.lookahead.unwrap_or(slots)
+    }
+
+    pub(crate) fn sends(&self) -> Arc<SendSlots> {
+        self.sends.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    pub(crate) async fn wait_for_gate(&self) {
+        let mut gate = self.gate.subscribe();
+        // The sender lives as long as `self`.
+        let _ = gate.wait_for(|open| *open).await;
+    }
+
+    pub(crate) async fn enqueue(
+        self: &Arc<Self>,
+        paths: Vec<PathBuf>,
+        options: EnqueueOptions,
+    ) -> Result<Enqueued, ImportError> {
+        let max_bytes = self.pipeline().image_config().max_file_bytes;
+        let (batches, mut incoming) = tokio::sync::mpsc::channel::<Vec<Scanned>>(2);
+        let walker = tokio::task::spawn_blocking(move || {
+            scan::scan(&paths, max_bytes, FIRST_BATCH, ENQUEUE_BATCH, |batch| batches.blocking_send(batch).is_ok());
+        });
+        let mut enqueued = Enqueued::default();
+        while let Some(batch) = incoming.recv().await {
+            let now = self.now();
+            let mut counted =
+                self.counted(move |conn| store::insert_batch(conn, &batch, options.force, options.origin, now)).await?;
+            let added = counted.value.report;
+            self.publish(&counted, u64::from(added.queued + added.duplicates + added.skipped));
+            enqueued.report += added;
+            enqueued.files.extend(std::mem::take(&mut counted.value.files));
+            if added.queued > 0 {
+                self.kick();
+            }
+        }
+        walker.await.map_err(|source| ImportError::Task { what: "listing the files", source })?;
+        Ok(enqueued)
+    }
+
+    /// Looks at what other processes changed in the shared queue since the last look (only when
+    /// SQLite's `data_version` says another connection committed): announces each changed item,
+    /// publishes the counts, and returns true when anything changed (new items may be queued).
+    pub(crate) async fn follow_others(&self) -> Result<bool, ImportError> {
+        let (known, since) = {
+            let follow = lock(&self.follow);
+            (follow.data_version, follow.since)
+        };
+        let now = self.now();
+        // Cheap when nothing changed (the common case, twice a second): one pragma, no counts.
+        let version = self.store.run(store::data_version).await?;
+        {
+            let mut follow = lock(&self.follow);
+            follow.data_version = Some(version);
+            // The first look only notes where things stand.
+            if known.is_none() {
+                follow.since = now - FOLLOW_OVERLAP_MS;
+            }
+        }
+        if known.is_none() || known == Some(version) {
+            return Ok(false);
+        }
+        let counted = self.counted(move |conn| store::changed_since(conn, since)).await?;
+        let changes = &counted.value;
+        let fresh: Vec<(ItemId, ItemState)> = {
+            let mut follow = lock(&self.follow);
+            let newest = changes.iter().map(|c| c.2).max().unwrap_or(since + FOLLOW_OVERLAP_MS);
+            follow.since = follow.since.max(newest - FOLLOW_OVERLAP_MS);
+            let fresh = changes
+                .iter()
+                .filter(|(id, state, at)| {
+                    follow.seen.get(id) != Some(&(*state, *at)) && follow.announced.get(id) != Some(state)
+                })
+                .map(|(id, state, _)| (*id, *state))
+                .collect();
+            follow.seen = changes.iter().map(|(id, state, at)| (*id, (*state, *at))).collect();
+            fresh
+        };
+        for (id, state) in &fresh {
+            self.item_changed(*id, *state, &counted);
+        }
+        if fresh.is_empty() {
+            self.publish(&counted, 0);
+        }
+        Ok(!fresh.is_empty())
+    }
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The bulkhead's slots: K.
+pub(crate) fn slots_of(pipeline: &Pipeline) -> usize {
+    pipeline.stack().config().bulkhead.max_concurrent_calls.max(1) as usize
+}
+
+/// The status the window and the CLI show.
+pub(crate) fn status_of(mode: Mode, hold: Option<&Hold>, p: &ImportProgress, in_flight: usize) -> ImportStatus {
+    match (hold, mode) {
+        (Some(Hold::Stopped { code, message }), _) => ImportStatus::Stopped { code: *code, message: message.clone() },
+        (_, Mode::PausedByUser) => ImportStatus::PausedByUser,
+        (_, Mode::Idle) => ImportStatus::Idle,
+        (Some(Hold::Breaker { until_unix_ms, message, .. }), Mode::Running) => {
+            ImportStatus::PausedBreaker { until_unix_ms: *until_unix_ms, message: message.clone() }
+        }
+        (Some(Hold::Quota { until_unix_ms, message, .. }), Mode::Running) => {
+            ImportStatus::WaitingQuota { until_unix_ms: *until_unix_ms, message: message.clone() }
+        }
+        (None, Mode::Running) if p.counts.active() > 0 || in_flight > 0 => ImportStatus::Running,
+        (None, Mode::Running) if p.total == 0 => ImportStatus::Idle,
+        (None, Mode::Running) => ImportStatus::Finished,
+    }
+}

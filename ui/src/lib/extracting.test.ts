@@ -1,0 +1,191 @@
+import { describe, expect, it } from "vitest";
+import type { ImportItemDetail } from "../bindings/ImportItemDetail";
+import type { ImportProgress } from "../bindings/ImportProgress";
+import type { ImportRow } from "../bindings/ImportRow";
+import type { ImportStatus } from "../bindings/ImportStatus";
+import {
+  applyDetail,
+  cardFlags,
+  cardStatus,
+  isDiscardable,
+  isReviewable,
+  markSaved,
+  needsDetail,
+  needsThumbnail,
+  newCard,
+  nextReady,
+  productLine,
+  queueHold,
+  removeCard,
+  stageText,
+  totals,
+  upsertRows,
+  withDraft,
+  withThumbnail,
+  type ExtractCard,
+} from "./extracting";
+import { emptyProduct } from "./form";
+
+const row = (id: number, patch: Partial<ImportRow> = {}): ImportRow => ({
+  id,
+  path: `/p/IMG_${id}.jpg`,
+  file_name: `IMG_${id}.jpg`,
+  state: "queued",
+  origin: "interactive",
+  attempts: 0,
+  last_error: null,
+  skipped: null,
+  proposal: null,
+  flag_count: 0,
+  looks_like: null,
+  photo_id: null,
+  product_id: null,
+  updated_at: 1000,
+  ...patch,
+});
+
+const detail = (r: ImportRow, attemptId: number, name = `Product ${r.id}`): ImportItemDetail => ({
+  row: r,
+  sha256: "ab",
+  proposal: { ...emptyProduct(), name, brand: "Brand" },
+  flags: [{ field: "gtin", kind: "invalid", message: "check digit" }],
+  attempt: { id: attemptId, model: "gemini-test", latency_ms: 120, usage: null, raw_response: "{}" },
+});
+
+const progress = (status: ImportStatus): ImportProgress => ({
+  counts: { queued: 1, preparing: 0, extracting: 0, ready: 0, saved: 0, failed: 0, skipped: 0 },
+  total: 1,
+  done: 0,
+  duplicates: 0,
+  throughput_per_min: 0,
+  eta_ms: null,
+  status,
+  in_flight: 0,
+  changes: 3,
+});
+
+const ready = (id: number, at = 2000) =>
+  row(id, { state: "ready", photo_id: 10 + id, proposal: { name: `Product ${id}`, brand: "Brand" }, flag_count: 1, updated_at: at });
+
+describe("extract cards from the queue's rows", () => {
+  it("walks an item through its states, never back to an older read", () => {
+    let cards = upsertRows([], [row(1)]);
+    expect(cards).toHaveLength(1);
+    expect(stageText(cards[0], null)).toBe("Queued");
+    cards = upsertRows(cards, [row(1, { state: "preparing", updated_at: 1100 })]);
+    expect(stageText(cards[0], null)).toBe("Preparing…");
+    // A read that was overtaken by a newer one changes nothing.
+    cards = upsertRows(cards, [row(1, { state: "queued", updated_at: 1050 })]);
+    expect(cardStatus(cards[0].row)).toBe("preparing");
+    cards = upsertRows(cards, [row(1, { state: "extracting", photo_id: 11, updated_at: 1200 })]);
+    expect(stageText(cards[0], null)).toBe("Extracting (Gemini)…");
+    expect(needsThumbnail(cards[0])).toBe(true);
+    cards = withThumbnail(cards, 1, "data:image/jpeg;base64,AA");
+    expect(needsThumbnail(cards[0])).toBe(false);
+    cards = upsertRows(cards, [ready(1)]);
+    expect(needsDetail(cards[0])).toBe(true);
+    expect(isReviewable(cards[0])).toBe(false);
+    cards = applyDetail(cards, detail(ready(1), 7));
+    expect(needsDetail(cards[0])).toBe(false);
+    expect(isReviewable(cards[0])).toBe(true);
+    expect(stageText(cards[0], null)).toBe("Ready for review");
+    expect(productLine(cards[0])).toEqual({ name: "Product 1", brand: "Brand" });
+    expect(cardFlags(cards[0])).toEqual({ invalid: 1, uncertain: 0, total: 1 });
+  });
+
+  it("keeps the order cards arrived in and appends new rows", () => {
+    const cards = upsertRows(upsertRows([], [row(3), row(1)]), [row(2), row(3, { state: "preparing", updated_at: 1500 })]);
+    expect(cards.map((c) => c.id)).toEqual([3, 1, 2]);
+    expect(cards[0].row.state).toBe("preparing");
+  });
+
+  it("counts the row's flags until the proposal is read", () => {
+    const card = newCard(ready(4));
+    expect(cardFlags(card)).toEqual({ invalid: 0, uncertain: 0, total: 1 });
+    expect(productLine(card).name).toBe("Product 4");
+  });
+
+  it("drops the draft when the item is extracted again, keeps it for the same call", () => {
+    let cards = applyDetail(upsertRows([], [ready(1)]), detail(ready(1), 7));
+    cards = withDraft(cards, 1, { ...emptyProduct(), name: "Edited" }, []);
+    cards = applyDetail(cards, detail(ready(1, 2100), 7));
+    expect(cards[0].draft?.name).toBe("Edited");
+    expect(productLine(cards[0]).name).toBe("Edited");
+    expect(cardFlags(cards[0]).total).toBe(0);
+    // Re-extract: queued again, the proposal and the edits are gone.
+    cards = upsertRows(cards, [row(1, { state: "queued", updated_at: 3000, photo_id: 11 })]);
+    expect(cards[0].draft).toBeNull();
+    expect(cards[0].detail).toBeNull();
+    expect(isReviewable(cards[0])).toBe(false);
+    // A new answer under a new attempt also drops a draft made meanwhile.
+    cards = applyDetail(upsertRows(cards, [ready(1, 4000)]), detail(ready(1, 4000), 8, "Second answer"));
+    cards = withDraft(cards, 1, { ...emptyProduct(), name: "Edit 2" }, []);
+    cards = applyDetail(cards, detail(ready(1, 5000), 9, "Third answer"));
+    expect(cards[0].draft).toBeNull();
+    expect(productLine(cards[0]).name).toBe("Third answer");
+  });
+
+  it("ignores an older detail read", () => {
+    let cards = upsertRows([], [row(1, { state: "queued", updated_at: 3000 })]);
+    cards = applyDetail(cards, detail(ready(1, 2000), 7));
+    expect(cards[0].row.state).toBe("queued");
+    expect(cards[0].detail).toBeNull();
+  });
+
+  it("says why a queued photo waits when the queue is held", () => {
+    const card = newCard(row(1));
+    const open = progress({ kind: "paused_breaker", until_unix_ms: Date.UTC(2025, 0, 1, 9, 30, 5), message: "open" });
+    expect(stageText(card, open, "en-GB", "UTC")).toBe("Paused: Gemini is failing, next try at 09:30:05.");
+    const forced = progress({ kind: "paused_breaker", until_unix_ms: null, message: "forced" });
+    expect(stageText(card, forced)).toContain("circuit forced open");
+    expect(stageText(card, progress({ kind: "stopped", code: "gemini_auth", message: "Gemini rejected the API key." }))).toBe(
+      "Stopped: Gemini rejected the API key.",
+    );
+    expect(stageText(card, progress({ kind: "paused_by_user" }))).toContain("Paused");
+    expect(queueHold(progress({ kind: "worked_elsewhere" }))).toContain("other product-extractor");
+    expect(queueHold(progress({ kind: "running" }))).toBeNull();
+    expect(queueHold(null)).toBeNull();
+    // Running, but this item went back to the queue for a reason of its own.
+    const back = newCard(row(2, { last_error: { code: "bulkhead_full", message: "All slots busy." } }));
+    expect(stageText(back, progress({ kind: "running" }))).toBe("Waiting: All slots busy.");
+    // The hold concerns waiting photos only.
+    expect(stageText(newCard(ready(3)), open)).toBe("Ready for review");
+  });
+
+  it("shows a photo already in the catalog as that product", () => {
+    const dup = newCard(
+      row(5, {
+        state: "skipped",
+        skipped: { reason: "already_in_catalog", message: "already product #12", duplicate_of_item: null, duplicate_of_product: 12 },
+      }),
+    );
+    expect(cardStatus(dup.row)).toBe("duplicate");
+    expect(stageText(dup, null)).toBe("Already product #12");
+    expect(isDiscardable(dup)).toBe(false);
+    const notPhoto = newCard(
+      row(6, {
+        state: "skipped",
+        skipped: { reason: "not_a_photo", message: "notes.txt is not a photo", duplicate_of_item: null, duplicate_of_product: null },
+      }),
+    );
+    expect(cardStatus(notPhoto.row)).toBe("skipped");
+    expect(totals([dup, notPhoto])).toMatchObject({ total: 2, duplicate: 1, failed: 1 });
+  });
+
+  it("marks a save at once, finds the next ready card and totals", () => {
+    let cards: ExtractCard[] = upsertRows([], [ready(1), row(2, { state: "failed" }), ready(3), row(4, { state: "extracting" })]);
+    cards = applyDetail(applyDetail(cards, detail(ready(1), 1)), detail(ready(3), 3));
+    expect(nextReady(cards, 1)?.id).toBe(3);
+    expect(nextReady(cards, 3)?.id).toBe(1);
+    cards = markSaved(cards, 1, 42, { ...emptyProduct(), name: "Saved Name" });
+    expect(cardStatus(cards[0].row)).toBe("saved");
+    expect(cards[0].row.product_id).toBe(42);
+    expect(productLine(cards[0]).name).toBe("Saved Name");
+    expect(isReviewable(cards[0])).toBe(false);
+    expect(nextReady(cards, 3)).toBeNull();
+    expect(totals(cards)).toEqual({ total: 4, working: 1, ready: 1, failed: 1, saved: 1, duplicate: 0 });
+    expect(isDiscardable(cards[1])).toBe(true);
+    cards = removeCard(cards, 2);
+    expect(cards.map((c) => c.id)).toEqual([1, 3, 4]);
+  });
+});

@@ -1,0 +1,212 @@
+// The Extract view's cards: a view of the import queue's interactive items. A card is the last
+// row (and, once ready, the detail) read for its item; the queue's `import://item` events say when
+// to read again. Pure functions over the backend's rows, so they are tested here.
+import type { FieldFlag } from "../bindings/FieldFlag";
+import type { ImportItemDetail } from "../bindings/ImportItemDetail";
+import type { ImportProgress } from "../bindings/ImportProgress";
+import type { ImportRow } from "../bindings/ImportRow";
+import type { Product } from "../bindings/Product";
+import { countFlags } from "./flags";
+import { statusLine } from "./importing";
+
+/** The values of the cards' data-status attribute. */
+export type CardStatus = "queued" | "preparing" | "extracting" | "ready" | "failed" | "saved" | "duplicate" | "skipped";
+
+export interface ExtractCard {
+  id: number;
+  /** The item as last read; never replaced by an older read (`updated_at`). */
+  row: ImportRow;
+  /** The proposal, flags and call, read once the item is ready. */
+  detail: ImportItemDetail | null;
+  /** The prepared photo's thumbnail, once the item has a photo. */
+  thumbnail: string | null;
+  /** The reviewer's unsaved edits and the flags computed for them (dropped by a new extraction). */
+  draft: Product | null;
+  draftFlags: FieldFlag[] | null;
+  /** The name the product was saved with, in this session. */
+  savedName: string | null;
+}
+
+export function cardStatus(row: ImportRow): CardStatus {
+  if (row.state === "skipped") return row.skipped?.reason === "already_in_catalog" ? "duplicate" : "skipped";
+  return row.state;
+}
+
+export function newCard(row: ImportRow): ExtractCard {
+  return { id: row.id, row, detail: null, thumbnail: null, draft: null, draftFlags: null, savedName: null };
+}
+
+const IN_PROGRESS: ReadonlySet<string> = new Set(["queued", "preparing", "extracting"]);
+
+/** The card with a newer read of its row; an older read changes nothing. */
+export function withRow(card: ExtractCard, row: ImportRow): ExtractCard {
+  if (row.updated_at < card.row.updated_at) return card;
+  const next = { ...card, row };
+  if (IN_PROGRESS.has(row.state)) {
+    // Extracted again: the old proposal and the edits made to it are gone.
+    next.detail = null;
+    next.draft = null;
+    next.draftFlags = null;
+  } else if (row.state !== "ready" && row.state !== "saved") {
+    next.detail = null;
+  }
+  return next;
+}
+
+/** Rows from `extract_photos` or `extract_pending`: known cards updated, new ones appended in order. */
+export function upsertRows(cards: readonly ExtractCard[], rows: readonly ImportRow[]): ExtractCard[] {
+  const next = cards.slice();
+  for (const row of rows) {
+    const index = next.findIndex((c) => c.id === row.id);
+    if (index < 0) next.push(newCard(row));
+    else next[index] = withRow(next[index], row);
+  }
+  return next;
+}
+
+/** A fresh `import_item` read: its row, and its proposal while the item is ready or saved. */
+export function applyDetail(cards: readonly ExtractCard[], detail: ImportItemDetail): ExtractCard[] {
+  return cards.map((card) => {
+    if (card.id !== detail.row.id || detail.row.updated_at < card.row.updated_at) return card;
+    const next = withRow(card, detail.row);
+    if (detail.proposal === null || (detail.row.state !== "ready" && detail.row.state !== "saved")) return next;
+    const sameCall = card.detail?.attempt?.id === detail.attempt?.id;
+    return sameCall ? { ...next, detail } : { ...next, detail, draft: null, draftFlags: null };
+  });
+}
+
+function change(cards: readonly ExtractCard[], id: number, f: (card: ExtractCard) => ExtractCard): ExtractCard[] {
+  return cards.map((c) => (c.id === id ? f(c) : c));
+}
+
+export function withThumbnail(cards: readonly ExtractCard[], id: number, thumbnail: string): ExtractCard[] {
+  return change(cards, id, (c) => ({ ...c, thumbnail }));
+}
+
+export function withDraft(cards: readonly ExtractCard[], id: number, product: Product, flags: FieldFlag[]): ExtractCard[] {
+  return change(cards, id, (c) => ({ ...c, draft: product, draftFlags: flags }));
+}
+
+/** Saved in this window: the card says so at once (the item's event follows). */
+export function markSaved(cards: readonly ExtractCard[], id: number, productId: number, product: Product): ExtractCard[] {
+  return change(cards, id, (c) => ({
+    ...c,
+    row: { ...c.row, state: "saved", product_id: productId },
+    savedName: product.name,
+    draft: product,
+    draftFlags: null,
+  }));
+}
+
+export function removeCard(cards: readonly ExtractCard[], id: number): ExtractCard[] {
+  return cards.filter((c) => c.id !== id);
+}
+
+/** Its thumbnail can be read (the photo is prepared) and was not yet. */
+export function needsThumbnail(card: ExtractCard): boolean {
+  return card.thumbnail === null && card.row.photo_id !== null;
+}
+
+/** Ready, and its proposal not read since the row last changed. */
+export function needsDetail(card: ExtractCard): boolean {
+  return card.row.state === "ready" && (card.detail === null || card.detail.row.updated_at < card.row.updated_at);
+}
+
+/** A card can be opened in the review panel once its proposal is read. */
+export function isReviewable(card: ExtractCard): boolean {
+  return card.row.state === "ready" && card.detail !== null && card.detail.proposal !== null;
+}
+
+/** Discard accepts these states; any other card is only taken off the list. */
+export function isDiscardable(card: ExtractCard): boolean {
+  return card.row.state === "ready" || card.row.state === "failed" || card.row.state === "queued";
+}
+
+/** The next card waiting for review after `id` (wrapping around), or null. */
+export function nextReady(cards: readonly ExtractCard[], id: number): ExtractCard | null {
+  const start = cards.findIndex((c) => c.id === id);
+  for (let step = 1; step <= cards.length; step++) {
+    const card = cards[(start + step + cards.length) % cards.length];
+    if (card.id !== id && isReviewable(card)) return card;
+  }
+  return null;
+}
+
+export interface CardTotals {
+  total: number;
+  working: number;
+  ready: number;
+  failed: number;
+  saved: number;
+  duplicate: number;
+}
+
+export function totals(cards: readonly ExtractCard[]): CardTotals {
+  const t: CardTotals = { total: cards.length, working: 0, ready: 0, failed: 0, saved: 0, duplicate: 0 };
+  for (const c of cards) {
+    const s = cardStatus(c.row);
+    if (s === "queued" || s === "preparing" || s === "extracting") t.working += 1;
+    else if (s === "skipped") t.failed += 1;
+    else t[s] += 1;
+  }
+  return t;
+}
+
+/** Why a queued photo waits, when the whole queue does (paused, held by the breaker or a quota,
+ * stopped, or worked by another process); null while the queue runs. */
+export function queueHold(progress: ImportProgress | null, locale?: string, timeZone?: string): string | null {
+  if (progress === null) return null;
+  switch (progress.status.kind) {
+    case "paused_by_user":
+    case "paused_breaker":
+    case "waiting_quota":
+    case "stopped":
+      return statusLine(progress, locale, timeZone).text;
+    case "worked_elsewhere":
+      return "Queued for the other product-extractor working this queue.";
+    default:
+      return null;
+  }
+}
+
+/** The stage text shown on a card. */
+export function stageText(card: ExtractCard, progress: ImportProgress | null, locale?: string, timeZone?: string): string {
+  const row = card.row;
+  switch (cardStatus(row)) {
+    case "queued": {
+      const hold = queueHold(progress, locale, timeZone);
+      if (hold) return hold;
+      return row.last_error ? `Waiting: ${row.last_error.message}` : "Queued";
+    }
+    case "preparing":
+      return "Preparing…";
+    case "extracting":
+      return "Extracting (Gemini)…";
+    case "ready":
+      return "Ready for review";
+    case "failed":
+      return "Failed";
+    case "saved":
+      return "Saved";
+    case "duplicate":
+      return row.skipped?.duplicate_of_product != null ? `Already product #${row.skipped.duplicate_of_product}` : "Already in the catalog";
+    case "skipped":
+      return "Skipped";
+  }
+}
+
+/** The product's name and brand as the card shows them ("" before there is a proposal). */
+export function productLine(card: ExtractCard): { name: string; brand: string } {
+  const name = card.savedName ?? card.draft?.name ?? card.detail?.proposal?.name ?? card.row.proposal?.name ?? "";
+  const brand = card.draft?.brand ?? card.detail?.proposal?.brand ?? card.row.proposal?.brand ?? "";
+  return { name, brand };
+}
+
+/** The flags a card counts: the reviewer's, else the proposal's; `total` alone when only the
+ * row's count is known. */
+export function cardFlags(card: ExtractCard): { invalid: number; uncertain: number; total: number } {
+  const flags = card.draftFlags ?? card.detail?.flags ?? null;
+  if (flags === null) return { invalid: 0, uncertain: 0, total: card.row.flag_count };
+  const counts = countFlags(flags);
+  return { ...counts, total: counts.invalid + counts.uncertain };
+}
