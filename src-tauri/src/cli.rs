@@ -230,7 +230,13 @@ async fn extract(state: &AppState, args: ExtractArgs) -> i32 {
     }
     let pipeline = state.pipeline();
     // A line per file now, as a single call gives: failures end the item, they do not hold it.
-    let options = ImportOptions { claims: ClaimScope::Interactive, fail_fast: true, ..ImportOptions::default() };
+    // No lookahead: the files are sent in the order given (K at a time), as before the queue.
+    let options = ImportOptions {
+        claims: ClaimScope::Interactive,
+        fail_fast: true,
+        lookahead: Some(0),
+        ..ImportOptions::default()
+    };
     let queue = match ImportQueue::open(pipeline.clone(), options).await {
         Ok(queue) => queue,
         Err(e) => return usage_error(&ErrorReport::from(e).message),

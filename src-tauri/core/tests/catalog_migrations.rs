@@ -37,22 +37,24 @@ const EARLIER: &[Earlier] = &[
 const SEED_V1: &str = include_str!("fixtures/seed_v1.sql");
 
 /// [`SEED_V1`] as version 3 writes it: products carry their flag count and one revision each.
-const SEED_V3: &str = concat!(
-    include_str!("fixtures/seed_v1.sql"),
-    r#"
+macro_rules! seed_v3 {
+    () => {
+        concat!(
+            include_str!("fixtures/seed_v1.sql"),
+            r#"
 UPDATE products SET flagged = 2 WHERE id = 1;
 INSERT INTO product_revisions (product_id, revision, saved_json, proposed_json, attempt_id, source, saved_by, saved_at)
 SELECT id, revision, saved_json, proposed_json, attempt_id, 'review', '', updated_at FROM products;
 "#
-);
+        )
+    };
+}
+const SEED_V3: &str = seed_v3!();
 
 /// [`SEED_V3`] with two import items, as version 4 writes them (no origin yet).
 const SEED_V4: &str = concat!(
-    include_str!("fixtures/seed_v1.sql"),
+    seed_v3!(),
     r#"
-UPDATE products SET flagged = 2 WHERE id = 1;
-INSERT INTO product_revisions (product_id, revision, saved_json, proposed_json, attempt_id, source, saved_by, saved_at)
-SELECT id, revision, saved_json, proposed_json, attempt_id, 'review', '', updated_at FROM products;
 INSERT INTO import_items (id, path, state, queued_at, updated_at) VALUES (1, '/shoot/waiting.jpg', 'queued', 1, 1);
 INSERT INTO import_items (id, path, sha256, state, photo_id, attempt_id, proposal_json, flags_json, queued_at, updated_at)
 SELECT 2, '/shoot/ready.jpg', sha256, 'ready', 1, 1, '{"name":"Oat Drnk"}', '[]', 2, 2 FROM photos WHERE id = 1;

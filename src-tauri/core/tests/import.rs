@@ -748,27 +748,38 @@ async fn controls_after_shutdown_return_at_once() {
 }
 
 /// One engine: a photo dropped while a 100-photo import keeps every slot busy against a slow
-/// Gemini gets the next free slot (never `bulkhead_full`) and is ready long before the import ends.
+/// Gemini gets the next free slot (never `bulkhead_full`), ahead of the import's prepared
+/// lookahead, and is ready long before the import ends.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_dropped_photo_gets_the_next_free_slot_during_a_long_import() {
-    let s = Setup::with(Duration::from_millis(200), 4).await;
+    const K: usize = 4;
+    const LOOKAHEAD: usize = 24;
+    let s = Setup::with(Duration::from_millis(500), K as u32).await;
     s.photos("shoot", 100, 1000);
     let dropped = s.photos("desk", 1, 5000).remove(0);
-    let queue = s.open(ImportOptions::default()).await;
+    let queue = s.open(ImportOptions { lookahead: Some(LOOKAHEAD), ..ImportOptions::default() }).await;
     queue.enqueue(vec![s.folder("shoot")], EnqueueOptions::default()).await.unwrap();
-    // The import is under way: K calls in flight, the lookahead prepared and waiting.
-    wait_until("the import sends", || s.fake.generate_count() >= 8).await;
+    // The import is under way: K calls in flight, the lookahead prepared and waiting for a slot.
+    wait_until("the import sends", || s.fake.generate_count() >= 2 * K).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let sent_before = s.fake.requests().len();
     let enqueued = queue.enqueue_files(vec![dropped.clone()], EnqueueOptions::interactive()).await.unwrap();
     assert_eq!(enqueued.report.queued, 1);
-    let item = enqueued.files[0].result_of;
-    let calls_before = s.fake.generate_count();
-    let detail = tokio::time::timeout(Duration::from_secs(10), queue.finished(item)).await.unwrap().unwrap();
+    let detail = tokio::time::timeout(Duration::from_secs(10), queue.finished(enqueued.files[0].result_of))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(detail.row.state, ItemState::Ready, "{:?}", detail.row.last_error);
     assert_eq!(detail.row.origin, ItemOrigin::Interactive);
-    // It waited for one slot to free up, not for the K + lookahead items ahead of it: at most K
-    // calls (those in flight) plus K more (the slots that freed while it was prepared).
-    let calls_meanwhile = s.fake.generate_count() - calls_before;
-    assert!(calls_meanwhile <= 2 * 4 + 1, "{calls_meanwhile} calls went before the dropped photo");
+    // Where its request stands among the ones the fake received: only the slots that freed while
+    // it was queued, prepared and recorded went to bulk items (about K per 500 ms), not the
+    // LOOKAHEAD prepared ones waiting ahead of it (a first-come queue would send all of them first).
+    let jpeg = pe_core::intake::prepare_file(&dropped, &ImageConfig::default()).unwrap().jpeg;
+    let data = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &jpeg);
+    let requests = s.fake.requests();
+    let ours = requests.iter().position(|r| r.body.to_string().contains(&data)).expect("the dropped photo was sent");
+    let ahead = ours - sent_before;
+    assert!(ahead < LOOKAHEAD / 2, "{ahead} bulk calls went before the dropped photo (K = {K}, lookahead {LOOKAHEAD})");
     let progress = queue.progress().borrow().clone();
     assert!(progress.counts.active() > 50, "ready long before the import ends: {:?}", progress.counts);
     // Nothing failed for lack of a slot.

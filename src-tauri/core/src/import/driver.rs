@@ -7,6 +7,7 @@
 //! are queued, a hold's time is up, the breaker's snapshot says it lets calls through again, or
 //! another process changed the shared queue (looked at every `follow_interval`).
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use tokio::task::JoinSet;
@@ -14,7 +15,7 @@ use tokio::time::Instant;
 
 use super::item;
 use super::phash;
-use super::records::ItemState;
+use super::records::{ItemOrigin, ItemState};
 use super::shared::{lock, Hold, Mode, Shared};
 use super::store::{self, Counted, Origins};
 use super::{ClaimScope, ImportError};
@@ -26,9 +27,11 @@ use crate::resilience::{BreakerSnapshot, BreakerState, ResilienceStack};
 pub(crate) async fn drive(shared: Arc<Shared>) {
     let _alive = DriverAlive(shared.clone());
     let mut tasks: JoinSet<()> = JoinSet::new();
-    // The last claim found nothing queued (of any origin, or interactive); look again only after
-    // a change.
-    let mut exhausted = false;
+    // The tasks of interactive items: they have a limit of their own beside the bulk items'.
+    let mut interactive: HashSet<tokio::task::Id> = HashSet::new();
+    // The last claim found no bulk (or no interactive) item queued; look again only after a
+    // change.
+    let mut no_bulk = false;
     let mut no_interactive = false;
     let origins = match shared.options.claims {
         ClaimScope::All => Origins::All,
@@ -37,9 +40,9 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
     let mut follow = tokio::time::interval(shared.options.follow_interval);
     follow.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        while let Some(done) = tasks.try_join_next() {
-            report_panic(done);
-            exhausted = false;
+        while let Some(done) = tasks.try_join_next_with_id() {
+            reap(done, &mut interactive);
+            no_bulk = false;
             no_interactive = false;
         }
         let (cancels, stopped) = {
@@ -50,8 +53,8 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
         // wait in the queue (not half-prepared at the gate).
         if !cancels.is_empty() || (stopped && !tasks.is_empty()) {
             tasks.abort_all();
-            while let Some(done) = tasks.join_next().await {
-                report_panic(done);
+            while let Some(done) = tasks.join_next_with_id().await {
+                reap(done, &mut interactive);
             }
             shared.control().in_flight = 0;
             let now = shared.now();
@@ -63,7 +66,7 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
             for reply in cancels {
                 let _ = reply.send(());
             }
-            exhausted = false;
+            no_bulk = false;
             no_interactive = false;
             continue;
         }
@@ -79,46 +82,61 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
                 Wait::Breaker(wake_at, seq, shared.pipeline().stack().clone())
             }
             (Some(Hold::Quota { wake_at, .. }), Mode::Running) => Wait::Until(wake_at, seq),
-            (None, Mode::Running) if exhausted => Wait::Event,
-            // Full: only an interactive item may still go ahead.
-            (None, Mode::Running) if tasks.len() >= shared.in_flight_limit() && no_interactive => Wait::Event,
+            // Bulk items fill K + lookahead; interactive ones have as many again of their own, so
+            // a dropped photo never waits behind a bulk import's lookahead (and memory stays
+            // bounded however many photos are dropped).
             (None, Mode::Running) => {
-                let full = tasks.len() >= shared.in_flight_limit();
-                let scope = if full { Origins::Interactive } else { origins };
-                let now = shared.now();
-                match shared.counted(move |conn| store::claim_next(conn, scope, now)).await {
-                    Ok(Counted { value: Some(item), counts, duplicates, seq }) => {
-                        shared.item_changed(
-                            item.id,
-                            ItemState::Preparing,
-                            &Counted { value: (), counts, duplicates, seq },
-                        );
-                        tasks.spawn(item::process(shared.clone(), item));
+                let limit = shared.in_flight_limit();
+                let bulk_room = origins == Origins::All && !no_bulk && tasks.len() - interactive.len() < limit;
+                let interactive_room = !no_interactive && interactive.len() < limit;
+                let scope = match (interactive_room, bulk_room) {
+                    (true, true) => Origins::All,
+                    (true, false) => Origins::Interactive,
+                    (false, true) => Origins::Import,
+                    (false, false) => Origins::None,
+                };
+                if scope == Origins::None {
+                    Wait::Event
+                } else {
+                    let now = shared.now();
+                    match shared.counted(move |conn| store::claim_next(conn, scope, now)).await {
+                        Ok(Counted { value: Some(item), counts, duplicates, seq }) => {
+                            shared.item_changed(
+                                item.id,
+                                ItemState::Preparing,
+                                &Counted { value: (), counts, duplicates, seq },
+                            );
+                            let urgent = item.origin == ItemOrigin::Interactive;
+                            let task = tasks.spawn(item::process(shared.clone(), item));
+                            if urgent {
+                                interactive.insert(task.id());
+                            }
+                        }
+                        Ok(counted) => {
+                            shared.publish(&counted, 0);
+                            no_interactive |= scope != Origins::Import;
+                            no_bulk |= scope != Origins::Interactive;
+                        }
+                        Err(e) => stop_for(&shared, &e),
                     }
-                    Ok(counted) => {
-                        shared.publish(&counted, 0);
-                        no_interactive = true;
-                        exhausted = !full;
-                    }
-                    Err(e) => stop_for(&shared, &e),
+                    continue;
                 }
-                continue;
             }
         };
         tokio::select! {
             () = shared.wake.notified() => {
-                exhausted = false;
+                no_bulk = false;
                 no_interactive = false;
             }
-            Some(done) = tasks.join_next(), if !tasks.is_empty() => {
-                report_panic(done);
-                exhausted = false;
+            Some(done) = tasks.join_next_with_id(), if !tasks.is_empty() => {
+                reap(done, &mut interactive);
+                no_bulk = false;
                 no_interactive = false;
             }
             seq = hold_over(wait) => shared.clear_hold(seq),
             _ = follow.tick() => match shared.follow_others().await {
                 Ok(true) => {
-                    exhausted = false;
+                    no_bulk = false;
                     no_interactive = false;
                 }
                 Ok(false) => {}
@@ -194,10 +212,17 @@ fn admits(snapshot: &BreakerSnapshot) -> bool {
     }
 }
 
-fn report_panic(done: Result<(), tokio::task::JoinError>) {
-    if let Err(e) = done {
-        if e.is_panic() {
-            tracing::error!(error = %e, "import: an item task panicked");
+/// A finished (or aborted) item task: no longer counted, and its panic logged.
+fn reap(done: Result<(tokio::task::Id, ()), tokio::task::JoinError>, interactive: &mut HashSet<tokio::task::Id>) {
+    match done {
+        Ok((id, ())) => {
+            interactive.remove(&id);
+        }
+        Err(e) => {
+            interactive.remove(&e.id());
+            if e.is_panic() {
+                tracing::error!(error = %e, "import: an item task panicked");
+            }
         }
     }
 }

@@ -255,6 +255,8 @@ impl ImportQueue {
             tracing::info!("import: another process works this catalog's queue; items are handed to it");
             let counted = queue.shared().counted(|_| Ok(())).await?;
             queue.shared().publish(&counted, 0);
+            // Where things stand now: every change the worker makes from here on is followed.
+            queue.shared().follow_others().await?;
             let follower = tokio::spawn(follow_until_free(Arc::downgrade(&queue.inner)));
             lock(&queue.inner.tasks).push(follower.abort_handle());
         }

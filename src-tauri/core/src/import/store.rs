@@ -60,8 +60,13 @@ pub(crate) struct Claimed {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Origins {
     All,
-    /// Only interactive items (a CLI `extract` works its own files, not a bulk import's).
+    /// Only interactive items (a CLI `extract` works its own files, not a bulk import's; or the
+    /// bulk items fill their share of the items in flight).
     Interactive,
+    /// Only bulk items (the interactive ones fill their share).
+    Import,
+    /// Nothing now: both shares are full.
+    None,
 }
 
 /// How an item leaves `preparing` or `extracting`.
@@ -434,6 +439,8 @@ pub(crate) fn claim_next(conn: &mut Connection, origins: Origins, now: i64) -> R
     let order: &[ItemOrigin] = match origins {
         Origins::All => &[ItemOrigin::Interactive, ItemOrigin::Import],
         Origins::Interactive => &[ItemOrigin::Interactive],
+        Origins::Import => &[ItemOrigin::Import],
+        Origins::None => &[],
     };
     for origin in order {
         let claimed = conn
