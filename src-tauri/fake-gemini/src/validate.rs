@@ -216,33 +216,12 @@ fn type_name(kind: Kind) -> &'static str {
 
 /// `generation_config` → `generationConfig`; camelCase names pass through.
 fn to_camel(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut upper = false;
-    for c in name.chars() {
-        if c == '_' {
-            upper = true;
-        } else if upper {
-            out.extend(c.to_uppercase());
-            upper = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    heck::ToLowerCamelCase::to_lower_camel_case(name)
 }
 
 /// `generationConfig` → `generation_config` (paths in error messages use proto names).
 fn to_snake(name: &str) -> String {
-    let mut out = String::with_capacity(name.len() + 4);
-    for c in name.chars() {
-        if c.is_ascii_uppercase() {
-            out.push('_');
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    heck::ToSnakeCase::to_snake_case(name)
 }
 
 fn join(path: &str, name: &str) -> String {
