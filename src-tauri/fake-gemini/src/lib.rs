@@ -188,6 +188,8 @@ struct Shared {
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
     answers: AtomicU64,
+    /// `models.get` answers 503 while set (a lookup failing while generation works).
+    fail_models_get: std::sync::atomic::AtomicBool,
     stop: watch::Receiver<bool>,
 }
 
@@ -213,6 +215,7 @@ impl FakeGemini {
             in_flight: AtomicUsize::new(0),
             max_in_flight: AtomicUsize::new(0),
             answers: AtomicU64::new(0),
+            fail_models_get: std::sync::atomic::AtomicBool::new(false),
             stop: stop_rx.clone(),
         });
         let app = Router::new()
@@ -250,6 +253,11 @@ impl FakeGemini {
     /// The behavior used when the queue is empty.
     pub fn set_default(&self, b: Behavior) {
         *lock(&self.state.default_behavior) = b;
+    }
+
+    /// While `fail` is set, `GET /v1beta/models/{model}` answers 503 (generation is unaffected).
+    pub fn fail_models_get(&self, fail: bool) {
+        self.state.fail_models_get.store(fail, Ordering::SeqCst);
     }
 
     /// Delay added before every answer.
@@ -505,6 +513,9 @@ async fn route(
         return json_response(200, &json!({ "models": models }));
     }
     if let Some(model) = get_model {
+        if state.fail_models_get.load(Ordering::SeqCst) {
+            return error_response(&ApiError::new(503, "UNAVAILABLE", "The service is currently unavailable."));
+        }
         if !known_model(model) {
             let mut e = ApiError::model_not_found(model);
             e.message = format!("models/{model} is not found for API version v1beta.");
