@@ -586,7 +586,7 @@ async fn a_per_day_quota_holds_the_queue_until_it_resets() {
     let rows = all_rows(&queue).await;
     assert_eq!(rows.len(), 3);
     assert!(rows.iter().all(|r| r.state == ItemState::Queued && r.attempts == 0), "{rows:?}");
-    let c = queue.progress().borrow().counts.clone();
+    let c = queue.progress().borrow().counts;
     assert_eq!((c.ready, c.saved, c.failed, c.skipped), (0, 0, 0, 0), "{c:?}");
     queue.shutdown().await;
 }

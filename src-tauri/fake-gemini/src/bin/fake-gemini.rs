@@ -45,12 +45,10 @@ fn main() {
                 options.api_keys = vec![key];
                 Ok(())
             }
-            ("--script", Some(list)) => list
-                .split(',')
-                .filter(|s| !s.trim().is_empty())
-                .map(behavior)
-                .map(|b| b.map(|b| script.push(b)))
-                .collect(),
+            ("--script", Some(list)) => list.split(',').filter(|s| !s.trim().is_empty()).try_for_each(|name| {
+                script.push(behavior(name)?);
+                Ok(())
+            }),
             _ => Err(format!("usage: fake-gemini [--key KEY] [--script BEHAVIOR,...] (got \"{arg}\")")),
         };
         if let Err(message) = parsed {
