@@ -9,7 +9,8 @@
 4. Our client's request bodies (the golden files of src-tauri/core/tests/gemini_wire.rs) are
    loaded by the SDK's own request types (GenerateContentConfig, Content; unknown fields are an
    error there), turned back into a REST body by the SDK's own converter, and that body is ours,
-   field for field.
+   field for field; then the SDK sends each to the fake for its model, which checks it as the API
+   does (never both thinking fields, what the family accepts).
 
 Run by `make test-sdk`; any difference exits non-zero (nothing is skipped).
 
@@ -29,6 +30,14 @@ from google.genai import models as sdk_models
 from fake import check, fail, running_fake
 
 KEY = "test-key"
+
+# The model each golden body is for (an unknown family's body goes to a model of another family:
+# it must suit any model).
+GOLDEN_MODELS = {
+    "request_gemini-2.5-flash.json": "gemini-2.5-flash",
+    "request_gemini-3-flash.json": "gemini-3-flash-preview",
+    "request_unknown-model.json": "gemini-2.5-flash-lite",
+}
 
 
 def client_for(url):
@@ -148,9 +157,11 @@ def normalized(body):
     return out
 
 
-def golden_bodies_load_into_sdk_types(golden):
-    api_client = client_for("http://127.0.0.1:9")._api_client
+def golden_bodies_load_into_sdk_types(golden, url):
+    client = client_for(url)
+    api_client = client._api_client
     for name, body in golden:
+        check(name in GOLDEN_MODELS, f"{name}: no model for this golden body in GOLDEN_MODELS")
         # Our top-level fields: the request has no others.
         check(set(body) == {"systemInstruction", "contents", "generationConfig"}, f"{name}: {sorted(body)}")
         contents = [types.Content.model_validate(c) for c in body["contents"]]
@@ -167,6 +178,12 @@ def golden_bodies_load_into_sdk_types(golden):
         if normalized(request) != normalized(body):
             fail(f"{name}: the SDK builds another body:\n{json.dumps(request, indent=1)[:3000]}")
         thinking = generation.thinking_config
+        check(
+            thinking is None or (thinking.thinking_budget is None) != (thinking.thinking_level is None),
+            f"{name}: exactly one of thinkingBudget and thinkingLevel: {thinking}",
+        )
+        sent = client.models.generate_content(model=GOLDEN_MODELS[name], contents=contents, config=config)
+        check(json.loads(sent.text).get("name"), f"{name}: sent by the SDK to {GOLDEN_MODELS[name]}: {sent.text!r}")
         print(
             f"ok   {name}: loaded by the SDK's types and rebuilt identically "
             f"(thinking {thinking and thinking.model_dump(exclude_none=True)}, "
@@ -198,7 +215,8 @@ def main():
         per_day_quota(url, image)
     with running_fake(args.fake, script=["blocked:PROHIBITED_CONTENT", "thinking_exhausted"]) as url:
         billed_failures(url, image)
-    golden_bodies_load_into_sdk_types(golden)
+    with running_fake(args.fake) as url:
+        golden_bodies_load_into_sdk_types(golden, url)
     print("sdk check: all passed")
 
 
