@@ -113,8 +113,8 @@ pub enum GeminiError {
     Stopped { reason: String, usage: Option<Usage>, raw: String },
 
     /// Gemini answered 200, but not with product JSON we can read. `usage` when it was billed.
-    #[error("{}", unparsable_message(.reason, *.truncated))]
-    UnparsableOutput { reason: String, truncated: bool, usage: Option<Usage>, source: Detail, raw: String },
+    #[error("Gemini's answer could not be read as product data ({reason}); try again.")]
+    UnparsableOutput { reason: String, usage: Option<Usage>, source: Detail, raw: String },
 
     /// The client could not be built from the settings (bad base URL, TLS setup).
     #[error("The Gemini settings are invalid: {message}")]
@@ -180,14 +180,6 @@ fn timeout_message(kind: TimeoutKind, after: Duration) -> String {
         TimeoutKind::Overall => format!(
             "Gemini did not finish answering within {after} (overall timeout); try again, or raise the timeout in Settings."
         ),
-    }
-}
-
-fn unparsable_message(reason: &str, truncated: bool) -> String {
-    if truncated {
-        "Gemini's answer was cut off (MAX_TOKENS) before the product data was complete; try again.".into()
-    } else {
-        format!("Gemini's answer could not be read as product data ({reason}); try again.")
     }
 }
 

@@ -248,7 +248,6 @@ impl GeminiClient {
         }
         serde_json::from_str(&answer.body).map_err(|e| GeminiError::UnparsableOutput {
             reason: "the model description was not valid JSON".into(),
-            truncated: false,
             usage: None,
             source: Detail(e.to_string()),
             raw: answer.body.clone(),
@@ -346,7 +345,6 @@ impl GeminiClient {
                 let page: wire::ListModelsResponse =
                     serde_json::from_str(&answer.body).map_err(|e| GeminiError::UnparsableOutput {
                         reason: "the model list was not valid JSON".into(),
-                        truncated: false,
                         usage: None,
                         source: Detail(e.to_string()),
                         raw: answer.body.clone(),

@@ -95,13 +95,7 @@ impl From<&UsageMetadata> for Usage {
 }
 
 fn unparsable(reason: impl Into<String>, detail: impl Into<String>, usage: Option<Usage>, raw: &str) -> GeminiError {
-    GeminiError::UnparsableOutput {
-        reason: reason.into(),
-        truncated: false,
-        usage,
-        source: Detail(detail.into()),
-        raw: raw.to_string(),
-    }
+    GeminiError::UnparsableOutput { reason: reason.into(), usage, source: Detail(detail.into()), raw: raw.to_string() }
 }
 
 /// Parses the body of a 200 answer. `max_output_tokens` is what the request allowed (for the
