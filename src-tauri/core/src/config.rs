@@ -106,7 +106,7 @@ pub struct GeminiConfig {
     pub max_output_tokens: u32,
     /// `temperature`; unset means 0.2, except for Gemini 3, which keeps its default.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<f32>,
+    pub temperature: Option<f64>,
     /// `mediaResolution`: the tokens an image may cost.
     pub media_resolution: MediaResolution,
 }
@@ -423,6 +423,9 @@ mod tests {
         assert_eq!(Config::from_toml(&toml::to_string_pretty(&c).unwrap(), Path::new("c.toml")).unwrap(), c);
         let err = Config::from_toml("[gemini]\nthinking = \"lots\"\n", Path::new("c.toml")).unwrap_err();
         assert!(err.to_string().contains("minimal"), "the error lists the values: {err}");
+        let mut c = Config::default();
+        c.gemini.temperature = Some(0.7);
+        assert!(toml::to_string_pretty(&c).unwrap().contains("temperature = 0.7\n"), "written as typed");
         let err = Config::from_toml("[gemini]\ntemperature = 3.0\n", Path::new("c.toml")).unwrap_err();
         assert!(err.to_string().contains("gemini.temperature"), "{err}");
         let err = Config::from_toml("[gemini]\nmax_output_tokens = 0\n", Path::new("c.toml")).unwrap_err();

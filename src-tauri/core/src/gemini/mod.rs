@@ -110,7 +110,7 @@ struct Inner {
     schema: serde_json::Value,
     thinking: Thinking,
     max_output_tokens: u32,
-    temperature: Option<f32>,
+    temperature: Option<f64>,
     media_resolution: MediaResolution,
     /// The model's family: known from the id at once, or resolved by `models.get` on the first
     /// call (`None`: unknown, or the lookup failed — no thinking field is sent).

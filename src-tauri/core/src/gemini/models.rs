@@ -105,7 +105,7 @@ pub const FAMILIES: &[Family] = &[
 ];
 
 /// The temperature we send when the user set none and the family does not advise against it.
-pub const DEFAULT_TEMPERATURE: f32 = 0.2;
+pub const DEFAULT_TEMPERATURE: f64 = 0.2;
 
 /// The family a concrete model id belongs to (`models/` prefix allowed), or `None`.
 pub fn family_of(model_id: &str) -> Option<&'static Family> {
@@ -159,13 +159,13 @@ impl Family {
     }
 
     /// The temperature to send: the user's when set; else ours, unless the family keeps its own.
-    pub fn temperature(&self, configured: Option<f32>) -> Option<f32> {
+    pub fn temperature(&self, configured: Option<f64>) -> Option<f64> {
         configured.or((!self.keep_default_temperature).then_some(DEFAULT_TEMPERATURE))
     }
 }
 
 /// The temperature for a model of unknown family: the user's, else ours.
-pub fn temperature_for(family: Option<&Family>, configured: Option<f32>) -> Option<f32> {
+pub fn temperature_for(family: Option<&Family>, configured: Option<f64>) -> Option<f64> {
     match family {
         Some(f) => f.temperature(configured),
         None => configured.or(Some(DEFAULT_TEMPERATURE)),

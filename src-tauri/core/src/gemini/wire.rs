@@ -62,7 +62,7 @@ pub struct Blob {
 #[serde(rename_all = "camelCase")]
 pub struct GenerationConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<f32>,
+    pub temperature: Option<f64>,
     pub max_output_tokens: u32,
     pub response_mime_type: String,
     pub response_json_schema: serde_json::Value,
