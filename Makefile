@@ -9,17 +9,17 @@ SHELL := /bin/bash
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Debian 12 packages: the webview and GTK for Tauri, cmake+nasm for libjpeg-turbo's SIMD build,
-# Xvfb + WebKitWebDriver for the real-window tests.
+# Xvfb + WebKitWebDriver for the real-window tests; python3-venv for the Google SDK check.
 APT_PACKAGES := build-essential pkg-config libssl-dev cmake nasm curl \
 	libwebkit2gtk-4.1-dev libgtk-3-dev libsoup-3.0-dev librsvg2-dev libayatana-appindicator3-dev libxdo-dev \
-	xvfb xauth webkit2gtk-driver
+	xvfb xauth webkit2gtk-driver python3-venv
 BENCH_PACKAGES := libvips-tools
 CARGO_BIN := $(HOME)/.cargo/bin
 export PATH := $(CARGO_BIN):$(PATH)
 APP_DEBUG := target/debug/product-extractor
 XVFB := xvfb-run -a -s "-screen 0 1280x800x24"
 
-.PHONY: help run release test test-rust test-ui test-e2e lint bench deps deps-system deps-ui deps-driver ui bindings-check clean
+.PHONY: help run release test test-rust test-ui test-e2e test-sdk lint bench deps deps-system deps-ui deps-driver ui bindings-check clean
 
 help:
 	@sed -n '2,4p' Makefile | sed 's/^# *//'
@@ -61,7 +61,7 @@ release: deps ui
 
 ## Every test: UI checks and unit tests, Rust unit/integration/IPC/CLI tests, then the real window
 ## under Xvfb driven through tauri-driver + WebKitWebDriver (against the test build of the binary).
-test: deps deps-driver test-ui ui test-rust test-e2e bindings-check
+test: deps deps-driver test-ui ui test-rust test-e2e test-sdk bindings-check
 	@echo "make test: all passed"
 
 test-ui: deps-ui
@@ -73,6 +73,22 @@ test-rust: ui
 
 test-e2e: ui deps-driver
 	env -u DISPLAY $(XVFB) cargo test --workspace --test e2e -- --ignored --test-threads=1
+
+## Google's official Python SDK (google-genai, from PyPI, in a throwaway venv under target/)
+## against the project's fake Gemini, started for each script: every answer must parse, and the
+## client's golden request bodies must load into the SDK's own request types. Each script in
+## SDK_CHECKS takes --fake BINARY --golden DIR --image JPEG; any failure fails the target.
+SDK_VENV := target/sdk-venv
+SDK_CHECKS := tests/sdk/check_fake.py
+test-sdk: deps-system
+	cargo build -p fake-gemini --bin fake-gemini
+	cargo test -p product-extractor-core --test gemini_wire golden_request_bodies
+	[ -x $(SDK_VENV)/bin/python ] || python3 -m venv $(SDK_VENV)
+	$(SDK_VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/sdk/requirements.txt
+	for check in $(SDK_CHECKS); do \
+		$(SDK_VENV)/bin/python $$check --fake target/debug/fake-gemini \
+			--golden src-tauri/core/tests/golden --image tests/fixtures/product.jpg || exit 1; \
+	done
 
 ## The TypeScript types are generated from Rust by the tests above; fail if they drifted.
 bindings-check:

@@ -449,3 +449,39 @@ async fn extract_hands_its_files_to_a_running_import() {
     assert_eq!(import.status.code(), Some(0), "{}", String::from_utf8_lossy(&import.stderr));
     assert_eq!(fake.generate_count(), 31, "every photo once");
 }
+
+/// A failed answer that Gemini billed (cut off, blocked) carries its `"usage"` in the `--json`
+/// line of `extract` and of `import`. FAILED_PRECONDITION stops an
+/// import like a bad key (exit 2).
+#[tokio::test(flavor = "multi_thread")]
+async fn billed_failures_carry_usage_in_json_lines_and_failed_precondition_stops_an_import() {
+    let fake = FakeGemini::start(FakeOptions::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &fake.base_url() as &str)];
+    fake.push(Behavior::ThinkingExhausted);
+    let out = cli(&dir.path().join("a"), &env, &["extract", "--json", fixture().to_str().unwrap()]).await;
+    assert_eq!(out.status.code(), Some(1), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let lines = json_lines(&out);
+    assert_eq!(lines[0]["error"]["kind"], "output_truncated", "{lines:?}");
+    assert_eq!(lines[0]["usage"]["output_tokens"], 8192, "{lines:?}");
+    assert_eq!(lines[0]["usage"]["thoughts_tokens"], 8192, "{lines:?}");
+
+    let shoot = dir.path().join("shoot");
+    photos(&shoot, 2, 90);
+    fake.push(Behavior::NoCandidatesBlocked("PROHIBITED_CONTENT".into()));
+    let out =
+        cli(&dir.path().join("b"), &env, &["import", "--json", "--concurrency", "1", shoot.to_str().unwrap()]).await;
+    let lines = json_lines(&out);
+    let blocked = lines.iter().find(|l| l["error"]["kind"] == "blocked").unwrap_or_else(|| panic!("{lines:?}"));
+    assert!(blocked["usage"]["prompt_tokens"].as_u64().unwrap() > 0, "{blocked}");
+    assert!(lines.iter().any(|l| l["ok"] == true && l["usage"]["prompt_tokens"].as_u64().is_some()), "{lines:?}");
+
+    fake.push(Behavior::FailedPrecondition);
+    let out = cli(&dir.path().join("c"), &env, &["import", shoot.to_str().unwrap()]).await;
+    assert_eq!(out.status.code(), Some(2), "stdout: {}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Gemini is not available for this project or location"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

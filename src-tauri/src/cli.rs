@@ -264,6 +264,8 @@ async fn extract(state: &AppState, args: ExtractArgs) -> i32 {
                 return EXIT_FAILED;
             }
         };
+        // What the item's last attempt was billed, for a failed line (a blocked or cut-off answer).
+        let billed = detail.as_ref().ok().and_then(|d| d.attempt.as_ref()).and_then(|a| a.usage);
         let outcome = match detail {
             Ok(detail) => outcome_of(&queue, state, detail, args.save).await,
             Err(e) => Err(ErrorReport::from(e)),
@@ -274,7 +276,7 @@ async fn extract(state: &AppState, args: ExtractArgs) -> i32 {
             failed += 1;
         }
         let shown = given.get(Path::new(&file.path)).map_or_else(|| PathBuf::from(&file.path), Clone::clone);
-        let line = if args.json { json_line(&shown, &outcome) } else { text_line(&shown, &outcome) };
+        let line = if args.json { json_line(&shown, &outcome, billed) } else { text_line(&shown, &outcome) };
         if writeln!(stdout, "{line}").and_then(|()| stdout.flush()).is_err() {
             return EXIT_FAILED;
         }
@@ -404,7 +406,8 @@ struct Answer {
 
 type Outcome = Result<(Answer, Option<i64>), ErrorReport>;
 
-fn json_line(file: &std::path::Path, outcome: &Outcome) -> String {
+/// `billed`: the usage of a failed item's answer, when Gemini billed one.
+fn json_line(file: &std::path::Path, outcome: &Outcome, billed: Option<pe_core::gemini::Usage>) -> String {
     let file = file.display().to_string();
     let value = match outcome {
         Ok((e, saved)) => {
@@ -424,11 +427,17 @@ fn json_line(file: &std::path::Path, outcome: &Outcome) -> String {
             }
             v
         }
-        Err(error) => json!({
-            "file": file,
-            "ok": false,
-            "error": {"kind": error.code, "message": error.message},
-        }),
+        Err(error) => {
+            let mut v = json!({
+                "file": file,
+                "ok": false,
+                "error": {"kind": error.code, "message": error.message},
+            });
+            if let Some(usage) = billed {
+                v["usage"] = json!(usage);
+            }
+            v
+        }
     };
     value.to_string()
 }

@@ -8,6 +8,10 @@
 //! timeout = "60s"          # the whole call
 //! connect_timeout = "10s"  # TCP + TLS
 //! read_timeout = "45s"     # connected, but no bytes arrive
+//! thinking = "off"         # off | minimal | low | medium | high | model_default
+//! max_output_tokens = 8192 # thinking counts against it
+//! # temperature = 0.2      # unset: 0.2, except Gemini 3 keeps its own default
+//! media_resolution = "model_default"  # low | medium | high | model_default
 //!
 //! [image]
 //! max_long_edge = 1536
@@ -96,6 +100,44 @@ pub struct GeminiConfig {
     /// The longest pause between two reads once connected.
     #[serde(with = "humantime_serde")]
     pub read_timeout: Duration,
+    /// How much the model may think (`thinkingConfig`, per model family: `gemini::models`).
+    pub thinking: Thinking,
+    /// `maxOutputTokens`: the answer and the thinking together.
+    pub max_output_tokens: u32,
+    /// `temperature`; unset means 0.2, except for Gemini 3, which keeps its default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// `mediaResolution`: the tokens an image may cost.
+    pub media_resolution: MediaResolution,
+}
+
+/// `[gemini] thinking`: how much the model may think before answering.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Thinking {
+    /// The least the model allows: none where it can be turned off, else its smallest budget or
+    /// level.
+    #[default]
+    Off,
+    /// The smallest amount of thinking that is still thinking.
+    Minimal,
+    Low,
+    Medium,
+    High,
+    /// No thinking field: the model decides (2.5 and 3 Flash think dynamically by default).
+    ModelDefault,
+}
+
+/// `[gemini] media_resolution`: how many tokens an image may cost (`generationConfig.mediaResolution`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MediaResolution {
+    Low,
+    Medium,
+    High,
+    /// Not sent: the model's default (Gemini 2.x: 258 tokens per 768 px tile; Gemini 3: high).
+    #[default]
+    ModelDefault,
 }
 
 impl Default for GeminiConfig {
@@ -107,6 +149,10 @@ impl Default for GeminiConfig {
             timeout: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(60),
+            thinking: Thinking::Off,
+            max_output_tokens: 8192,
+            temperature: None,
+            media_resolution: MediaResolution::ModelDefault,
         }
     }
 }
@@ -256,6 +302,14 @@ impl Config {
                 return invalid(key, "must be longer than zero");
             }
         }
+        if self.gemini.max_output_tokens == 0 {
+            return invalid("gemini.max_output_tokens", "must be more than zero");
+        }
+        if let Some(t) = self.gemini.temperature {
+            if !(0.0..=2.0).contains(&t) {
+                return invalid("gemini.temperature", "must be between 0 and 2");
+            }
+        }
         if !(64..=8192).contains(&self.image.max_long_edge) {
             return invalid("image.max_long_edge", "must be between 64 and 8192");
         }
@@ -350,6 +404,32 @@ mod tests {
         let c = Config::load(&path, env).unwrap();
         assert_eq!(c.gemini.model, "from-env");
         assert_eq!(c.gemini.api_key.unwrap().expose(), "secret-key-123456");
+    }
+
+    #[test]
+    fn gemini_request_settings() {
+        let c = Config::default();
+        assert_eq!(
+            (c.gemini.thinking, c.gemini.max_output_tokens, c.gemini.temperature, c.gemini.media_resolution),
+            (Thinking::Off, 8192, None, MediaResolution::ModelDefault)
+        );
+        let text = "[gemini]\nthinking = \"model_default\"\nmax_output_tokens = 4096\ntemperature = 1.0\n\
+                    media_resolution = \"low\"\n";
+        let c = Config::from_toml(text, Path::new("c.toml")).unwrap();
+        assert_eq!(
+            (c.gemini.thinking, c.gemini.max_output_tokens, c.gemini.temperature, c.gemini.media_resolution),
+            (Thinking::ModelDefault, 4096, Some(1.0), MediaResolution::Low)
+        );
+        assert_eq!(Config::from_toml(&toml::to_string_pretty(&c).unwrap(), Path::new("c.toml")).unwrap(), c);
+        let err = Config::from_toml("[gemini]\nthinking = \"lots\"\n", Path::new("c.toml")).unwrap_err();
+        assert!(err.to_string().contains("minimal"), "the error lists the values: {err}");
+        let mut c = Config::default();
+        c.gemini.temperature = Some(0.7);
+        assert!(toml::to_string_pretty(&c).unwrap().contains("temperature = 0.7\n"), "written as typed");
+        let err = Config::from_toml("[gemini]\ntemperature = 3.0\n", Path::new("c.toml")).unwrap_err();
+        assert!(err.to_string().contains("gemini.temperature"), "{err}");
+        let err = Config::from_toml("[gemini]\nmax_output_tokens = 0\n", Path::new("c.toml")).unwrap_err();
+        assert!(err.to_string().contains("gemini.max_output_tokens"), "{err}");
     }
 
     #[test]

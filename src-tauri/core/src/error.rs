@@ -29,8 +29,10 @@ pub enum ErrorCode {
     GeminiNotFound,
     /// Quota or rate limit exceeded (429); carries the server's retry delay when it gave one.
     GeminiQuota,
-    /// Gemini is overloaded or failing (500, 502, 503, 504).
+    /// Gemini is overloaded or failing (408, 500, 502, 503, 504).
     GeminiUnavailable,
+    /// Gemini is not available for this project or location (400 FAILED_PRECONDITION).
+    GeminiNotAvailable,
     /// Any other error status from Gemini.
     GeminiApiError,
     /// Connect, read or overall timeout.
@@ -41,6 +43,9 @@ pub enum ErrorCode {
     Blocked,
     /// Gemini answered, but not with product JSON we can read.
     UnparsableOutput,
+    /// Gemini's answer was cut off at `maxOutputTokens` (thinking included) before any usable
+    /// product data.
+    OutputTruncated,
     /// The circuit breaker is open: Gemini has been failing, calls are paused until a probe.
     CircuitOpen,
     /// Every Gemini call slot (the bulkhead) is taken.
@@ -76,11 +81,13 @@ impl ErrorCode {
             Self::GeminiNotFound => "gemini_not_found",
             Self::GeminiQuota => "gemini_quota",
             Self::GeminiUnavailable => "gemini_unavailable",
+            Self::GeminiNotAvailable => "gemini_not_available",
             Self::GeminiApiError => "gemini_api_error",
             Self::Timeout => "timeout",
             Self::Network => "network",
             Self::Blocked => "blocked",
             Self::UnparsableOutput => "unparsable_output",
+            Self::OutputTruncated => "output_truncated",
             Self::CircuitOpen => "circuit_open",
             Self::BulkheadFull => "bulkhead_full",
             Self::RateLimited => "rate_limited",
@@ -188,11 +195,13 @@ mod tests {
             ErrorCode::GeminiNotFound,
             ErrorCode::GeminiQuota,
             ErrorCode::GeminiUnavailable,
+            ErrorCode::GeminiNotAvailable,
             ErrorCode::GeminiApiError,
             ErrorCode::Timeout,
             ErrorCode::Network,
             ErrorCode::Blocked,
             ErrorCode::UnparsableOutput,
+            ErrorCode::OutputTruncated,
             ErrorCode::CircuitOpen,
             ErrorCode::BulkheadFull,
             ErrorCode::RateLimited,

@@ -297,9 +297,9 @@ impl GeminiCall {
                 GeminiOutcome::Answered { attempt, answer: Box::new(answer) }
             }
             Err(rejection) => {
-                let raw_response = match &rejection {
-                    StackError::Call(e) => e.raw_response().map(str::to_owned),
-                    _ => None,
+                let (raw_response, billed) = match &rejection {
+                    StackError::Call(e) => (e.raw_response().map(str::to_owned), e.billed_usage().map(attempt_usage)),
+                    _ => (None, None),
                 };
                 let audited = matches!(rejection, StackError::Call(_) | StackError::Timeout(_));
                 let error = ExtractError::from(rejection);
@@ -308,7 +308,8 @@ impl GeminiCall {
                     model,
                     started_at,
                     latency_ms: elapsed_ms,
-                    usage: None,
+                    // A blocked, cut-off or unreadable answer is billed like any other.
+                    usage: billed,
                     raw_response,
                     outcome: AttemptOutcome::Failed { code: error.code(), message: error.to_string() },
                 });

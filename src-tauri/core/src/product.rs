@@ -463,7 +463,7 @@ pub fn response_json_schema() -> serde_json::Value {
     let schema = settings.into_generator().into_root_schema_for::<Product>();
     let mut value = schema.to_value();
     if let Some(obj) = value.as_object_mut() {
-        obj.remove("title");
+        obj.shift_remove("title");
         // Only the name is required from the model; `#[serde(default)]` makes schemars list none.
         obj.insert("required".into(), serde_json::json!(["name"]));
     }

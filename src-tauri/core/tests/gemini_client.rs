@@ -28,6 +28,7 @@ fn config(base_url: &str) -> GeminiConfig {
         timeout: Duration::from_secs(5),
         connect_timeout: Duration::from_secs(1),
         read_timeout: Duration::from_secs(2),
+        ..GeminiConfig::default()
     }
 }
 
@@ -179,7 +180,35 @@ fn error_cases() -> Vec<ErrorCase> {
         case(Behavior::FinishSafety, ErrorCode::Blocked, Some(200), "SAFETY"),
         case(Behavior::Garbage, ErrorCode::UnparsableOutput, Some(200), "no JSON object"),
         case(Behavior::NoParts, ErrorCode::UnparsableOutput, Some(200), "no text"),
-        case(Behavior::MaxTokensTruncated, ErrorCode::UnparsableOutput, Some(200), "cut off"),
+        case(Behavior::MaxTokensTruncated, ErrorCode::OutputTruncated, Some(200), "cut off at 8192 output tokens"),
+        case(
+            Behavior::ThinkingExhausted,
+            ErrorCode::OutputTruncated,
+            Some(200),
+            "raise gemini.max_output_tokens or lower gemini.thinking",
+        ),
+        case(Behavior::FinishReason("MODEL_ARMOR".into()), ErrorCode::Blocked, Some(200), "Model Armor"),
+        case(Behavior::FinishReason("SPII".into()), ErrorCode::Blocked, Some(200), "sensitive personal information"),
+        case(
+            Behavior::NoCandidatesBlocked("JAILBREAK".into()),
+            ErrorCode::Blocked,
+            Some(200),
+            "a suspected jailbreak attempt: JAILBREAK",
+        ),
+        case(
+            Behavior::FinishReason("SOMETHING_NEW".into()),
+            ErrorCode::UnparsableOutput,
+            Some(200),
+            "Gemini stopped: SOMETHING_NEW",
+        ),
+        case(Behavior::DailyQuota, ErrorCode::GeminiQuota, Some(429), "daily quota for this model is used up"),
+        case(
+            Behavior::FailedPrecondition,
+            ErrorCode::GeminiNotAvailable,
+            Some(400),
+            "Gemini is not available for this project or location",
+        ),
+        case(Behavior::RequestTimeout, ErrorCode::GeminiUnavailable, Some(408), "(408)"),
     ]
 }
 

@@ -558,6 +558,40 @@ async fn a_quota_error_waits_the_servers_retry_delay() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_per_day_quota_holds_the_queue_until_it_resets() {
+    let s = Setup::with(Duration::ZERO, 1).await;
+    s.fake.push(Behavior::DailyQuota);
+    let files = s.photos("in", 3, 1300);
+    let queue = s.open(in_order()).await;
+    queue.enqueue(files, EnqueueOptions::default()).await.unwrap();
+    let mut progress = queue.progress();
+    let waiting = tokio::time::timeout(
+        Duration::from_secs(20),
+        progress.wait_for(
+            |p| matches!(&p.status, ImportStatus::WaitingQuota { message, .. } if message.contains("daily quota")),
+        ),
+    )
+    .await
+    .expect("the queue waits for the daily quota")
+    .unwrap()
+    .clone();
+    let ImportStatus::WaitingQuota { until_unix_ms, message } = &waiting.status else { unreachable!() };
+    let now = chrono::Utc::now().timestamp_millis();
+    let reset = pe_core::gemini::next_pacific_midnight(now);
+    assert!((until_unix_ms - reset).abs() < 2_000, "until {until_unix_ms}, the next midnight PT is {reset}");
+    assert!(message.contains("midnight Pacific time"), "{message}");
+    // Nothing else is sent, nothing fails, and the quota is not the item's attempt.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(s.fake.generate_count(), 1);
+    let rows = all_rows(&queue).await;
+    assert_eq!(rows.len(), 3);
+    assert!(rows.iter().all(|r| r.state == ItemState::Queued && r.attempts == 0), "{rows:?}");
+    let c = queue.progress().borrow().counts;
+    assert_eq!((c.ready, c.saved, c.failed, c.skipped), (0, 0, 0, 0), "{c:?}");
+    queue.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn items_failing_for_their_own_reasons_fail_alone_and_can_be_retried() {
     let s = Setup::with(Duration::ZERO, 1).await;
     let mut files = s.photos("in", 4, 1100);

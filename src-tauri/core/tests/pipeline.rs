@@ -131,6 +131,36 @@ async fn a_failed_call_is_audited_with_its_code() {
     assert_eq!(attempts.len(), 1);
     assert_eq!(attempts[0].outcome, AttemptOutcomeKind::Failed);
     assert_eq!(attempts[0].error_code, Some(ErrorCode::GeminiUnavailable));
+    assert_eq!(attempts[0].prompt_tokens, None, "an error status is not billed");
+}
+
+#[tokio::test]
+async fn a_billed_failure_is_audited_with_its_usage() {
+    let s = setup().await;
+    let queue = s.queue().await;
+    let cases = [
+        ("product.jpg", Behavior::ThinkingExhausted, ErrorCode::OutputTruncated),
+        ("label.png", Behavior::NoCandidatesBlocked("PROHIBITED_CONTENT".into()), ErrorCode::Blocked),
+    ];
+    for (name, behavior, code) in cases {
+        s.fake.push(behavior);
+        let e = extract(&queue, &fixture(name)).await;
+        assert_eq!(e.row.state, ItemState::Failed, "{name}");
+        assert_eq!(e.row.last_error.as_ref().unwrap().code, code, "{name}");
+        // The item's detail carries the attempt's usage (the CLI's failed --json line prints it).
+        let usage = e.attempt.as_ref().and_then(|a| a.usage).unwrap_or_else(|| panic!("{name}: no usage"));
+        assert!(usage.prompt_tokens > 0 && usage.total_tokens >= usage.prompt_tokens, "{name}: {usage:?}");
+        let photo = e.row.photo_id.unwrap();
+        let attempts = s.pipeline.catalog().attempts(photo).await.unwrap();
+        let attempt = attempts.last().unwrap();
+        assert_eq!(attempt.error_code, Some(code), "{name}");
+        assert_eq!(attempt.prompt_tokens, Some(usage.prompt_tokens), "{name}");
+        assert_eq!(attempt.output_tokens, Some(usage.output_tokens), "{name}");
+        assert_eq!(attempt.thoughts_tokens, Some(usage.thoughts_tokens), "{name}");
+        if code == ErrorCode::OutputTruncated {
+            assert_eq!((usage.output_tokens, usage.thoughts_tokens), (8192, 8192), "thinking used the whole cap");
+        }
+    }
 }
 
 #[tokio::test]

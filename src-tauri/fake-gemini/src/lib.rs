@@ -11,6 +11,10 @@
 //!   legacy `?key=` query, which is accepted but recorded), the model, the JSON body (unknown
 //!   fields anywhere are a 400 naming the field, in lowerCamelCase or snake_case), the inline
 //!   data's MIME type and base64, and the 20 MB request limit. Errors use the real envelopes.
+//! - Checks `thinkingConfig` against the model's family (never both fields; no level on 2.5; no
+//!   budget 0 where thinking cannot be turned off) and `mediaResolution`; serves `models.get`
+//!   with `baseModelId`, `version` and `thinking`, resolving the alias `gemini-flash-latest` to
+//!   [`FLASH_LATEST_TARGET`].
 //! - Answers `generateContent` according to a [`Behavior`]: scripted ones ([`FakeGemini::push`])
 //!   are used in order, then the default. The product answer fits the `responseJsonSchema` the
 //!   client sent, filled with what the photo shows for the demo's own photos (recognized by the
@@ -71,10 +75,22 @@ pub enum Behavior {
     FinishSafety,
     /// The product JSON cut in the middle, `finishReason: MAX_TOKENS`.
     MaxTokensTruncated,
+    /// Thinking used up `maxOutputTokens`: `finishReason: MAX_TOKENS`, no answer text, and usage
+    /// whose thoughts fill the whole cap (billed).
+    ThinkingExhausted,
+    /// A candidate with this `finishReason`, no content, and usage (e.g. `MODEL_ARMOR`, `SPII`, or
+    /// a value newer than any client).
+    FinishReason(String),
     /// Prose without any JSON.
     Garbage,
     /// 429 RESOURCE_EXHAUSTED with `RetryInfo.retryDelay` and "Please retry in …s." in the message.
     Quota { retry_delay: Duration },
+    /// 429 RESOURCE_EXHAUSTED for a per-day quota (`quotaId` …PerDay…, a short `RetryInfo` too).
+    DailyQuota,
+    /// 400 FAILED_PRECONDITION "User location is not supported for the API use."
+    FailedPrecondition,
+    /// 408 "Request Timeout".
+    RequestTimeout,
     /// 503 UNAVAILABLE "The model is overloaded. Please try again later."
     Unavailable,
     /// 500 INTERNAL.
@@ -95,6 +111,17 @@ pub enum Behavior {
     Slow(Duration),
 }
 
+/// The concrete model the alias `gemini-flash-latest` stands for, as `models.get` tells.
+pub const FLASH_LATEST_TARGET: &str = "gemini-3-flash-preview";
+
+/// The concrete model an id stands for (aliases resolved), for `models.get` and the checks.
+pub fn concrete_model(model: &str) -> &str {
+    match model {
+        "gemini-flash-latest" => FLASH_LATEST_TARGET,
+        other => other,
+    }
+}
+
 /// How the fake starts.
 #[derive(Debug, Clone)]
 pub struct FakeOptions {
@@ -111,7 +138,13 @@ impl Default for FakeOptions {
     fn default() -> Self {
         Self {
             api_keys: vec!["test-key".into()],
-            models: vec!["gemini-flash-latest".into(), "gemini-2.5-flash".into(), "gemini-2.5-flash-lite".into()],
+            models: vec![
+                "gemini-flash-latest".into(),
+                "gemini-2.5-flash".into(),
+                "gemini-2.5-flash-lite".into(),
+                "gemini-2.5-pro".into(),
+                FLASH_LATEST_TARGET.into(),
+            ],
             latency: Duration::ZERO,
             default_behavior: Behavior::Product,
         }
@@ -155,6 +188,8 @@ struct Shared {
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
     answers: AtomicU64,
+    /// `models.get` answers 503 while set (a lookup failing while generation works).
+    fail_models_get: std::sync::atomic::AtomicBool,
     stop: watch::Receiver<bool>,
 }
 
@@ -180,6 +215,7 @@ impl FakeGemini {
             in_flight: AtomicUsize::new(0),
             max_in_flight: AtomicUsize::new(0),
             answers: AtomicU64::new(0),
+            fail_models_get: std::sync::atomic::AtomicBool::new(false),
             stop: stop_rx.clone(),
         });
         let app = Router::new()
@@ -217,6 +253,11 @@ impl FakeGemini {
     /// The behavior used when the queue is empty.
     pub fn set_default(&self, b: Behavior) {
         *lock(&self.state.default_behavior) = b;
+    }
+
+    /// While `fail` is set, `GET /v1beta/models/{model}` answers 503 (generation is unaffected).
+    pub fn fail_models_get(&self, fail: bool) {
+        self.state.fail_models_get.store(fail, Ordering::SeqCst);
     }
 
     /// Delay added before every answer.
@@ -472,6 +513,9 @@ async fn route(
         return json_response(200, &json!({ "models": models }));
     }
     if let Some(model) = get_model {
+        if state.fail_models_get.load(Ordering::SeqCst) {
+            return error_response(&ApiError::new(503, "UNAVAILABLE", "The service is currently unavailable."));
+        }
         if !known_model(model) {
             let mut e = ApiError::model_not_found(model);
             e.message = format!("models/{model} is not found for API version v1beta.");
@@ -483,20 +527,31 @@ async fn route(
     if !known_model(model) {
         return error_response(&ApiError::model_not_found(model));
     }
-    let checked = match validate::check_generate_request(body) {
-        Ok((_, checked)) => checked,
+    let checked = match validate::check_generate_request(body)
+        .and_then(|(request, checked)| validate::check_for_model(&request, concrete_model(model)).map(|()| checked))
+    {
+        Ok(checked) => checked,
         Err(e) => return error_response(&e),
     };
     let behavior = state.next_behavior();
     answer(state, conn, model, &checked, behavior).await
 }
 
+/// The model resource: an alias names the concrete model in `baseModelId` and `version`; a model
+/// whose thinking rules the fake knows says `thinking: true`, others leave `thinking` out.
 fn model_info(model: &str) -> Value {
-    json!({"name": format!("models/{model}"), "version": "001", "displayName": model,
+    let concrete = concrete_model(model);
+    let mut info = json!({"name": format!("models/{model}"), "baseModelId": concrete,
+           "version": if concrete == model { "001".to_string() } else { concrete.to_string() },
+           "displayName": model,
            "description": "Fake model served by product-extractor's fake Gemini.",
            "inputTokenLimit": 1_048_576, "outputTokenLimit": 65_536,
-           "supportedGenerationMethods": ["generateContent", "countTokens"],
-           "temperature": 1.0, "topP": 0.95, "topK": 64, "maxTemperature": 2.0, "thinking": true})
+           "supportedGenerationMethods": ["generateContent", "countTokens", "batchGenerateContent"],
+           "temperature": 1.0, "topP": 0.95, "topK": 64, "maxTemperature": 2.0});
+    if validate::thinking_rule(concrete).is_some() {
+        info["thinking"] = json!(true);
+    }
+    info
 }
 
 /// How the product text is wrapped.
@@ -518,6 +573,22 @@ async fn answer(state: &Shared, conn: &Conn, model: &str, checked: &Checked, beh
         Behavior::ThoughtParts => json_response(200, &product_answer(state, model, checked, Shape::Thought, None)),
         Behavior::MaxTokensTruncated => {
             json_response(200, &product_answer(state, model, checked, Shape::Truncated, None))
+        }
+        Behavior::ThinkingExhausted => {
+            let mut v = text_answer(state, model, checked, Vec::new(), "MAX_TOKENS");
+            v["candidates"][0]["content"] = json!({"role": "model"});
+            let cap = checked.max_output_tokens.unwrap_or(8192);
+            let prompt = v["usageMetadata"]["promptTokenCount"].as_u64().unwrap_or(0);
+            v["usageMetadata"]["thoughtsTokenCount"] = json!(cap);
+            v["usageMetadata"]["totalTokenCount"] = json!(prompt + u64::from(cap));
+            json_response(200, &v)
+        }
+        Behavior::FinishReason(reason) => {
+            let mut v = text_answer(state, model, checked, Vec::new(), &reason);
+            let candidate = v["candidates"][0].as_object_mut().expect("candidate");
+            candidate.remove("content");
+            candidate.insert("safetyRatings".into(), safety_ratings(reason.contains("SAFETY")));
+            json_response(200, &v)
         }
         Behavior::Garbage => {
             let text = "I'm sorry, but I can't make out a product in this image. It seems to show a blurry \
@@ -546,6 +617,11 @@ async fn answer(state: &Shared, conn: &Conn, model: &str, checked: &Checked, beh
             )
         }
         Behavior::Quota { retry_delay } => error_response(&ApiError::quota(model, retry_delay)),
+        Behavior::DailyQuota => error_response(&ApiError::daily_quota(model)),
+        Behavior::FailedPrecondition => error_response(&ApiError::failed_precondition()),
+        Behavior::RequestTimeout => {
+            error_response(&ApiError::new(408, "DEADLINE_EXCEEDED", "Request Timeout: the request took too long to arrive."))
+        }
         Behavior::Unavailable => {
             error_response(&ApiError::new(503, "UNAVAILABLE", "The model is overloaded. Please try again later."))
         }

@@ -69,6 +69,34 @@ impl ApiError {
         )
     }
 
+    /// A per-day quota used up: the `QuotaFailure` names the per-day window. Like the real API,
+    /// it still carries a short `RetryInfo`, which must not make a client retry.
+    pub fn daily_quota(model: &str) -> Self {
+        let mut e = Self::new(
+            429,
+            "RESOURCE_EXHAUSTED",
+            format!(
+                "You exceeded your current quota, please check your plan and billing details. For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits.\n* Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, limit: 250, model: {model}\nPlease retry in 14.87s."
+            ),
+        );
+        e.details = vec![
+            json!({"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [{
+                "quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+                "quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier",
+                "quotaDimensions": {"location": "global", "model": model},
+                "quotaValue": "250"}]}),
+            json!({"@type": "type.googleapis.com/google.rpc.Help", "links": [{"description":
+                "Learn more about Gemini API quotas", "url": "https://ai.google.dev/gemini-api/docs/rate-limits"}]}),
+            json!({"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "14s"}),
+        ];
+        e
+    }
+
+    /// 400 FAILED_PRECONDITION: the API is not offered where the caller is.
+    pub fn failed_precondition() -> Self {
+        Self::new(400, "FAILED_PRECONDITION", "User location is not supported for the API use.")
+    }
+
     pub fn quota(model: &str, retry_delay: std::time::Duration) -> Self {
         let secs = retry_delay.as_secs_f64();
         let delay = if retry_delay.subsec_nanos() == 0 {
@@ -115,6 +143,8 @@ pub struct Checked {
     pub text_chars: usize,
     /// `generationConfig.responseJsonSchema` (or `responseSchema`), when JSON mode is on.
     pub schema: Option<Value>,
+    /// `generationConfig.maxOutputTokens`, when set.
+    pub max_output_tokens: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -313,6 +343,105 @@ fn get<'a>(v: &'a Value, camel: &str) -> Option<&'a Value> {
     v.get(camel).or_else(|| v.get(to_snake(camel)))
 }
 
+/// How a model family takes `thinkingConfig` (the server's side of it).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ThinkingRule {
+    /// Gemini 2.5: `thinkingBudget` in `min..=max`, `-1` (dynamic), or 0 when `can_turn_off`;
+    /// `thinkingLevel` is refused.
+    Budget { min: i64, max: i64, can_turn_off: bool },
+    /// Gemini 3: `thinkingLevel` from `levels` (a budget is still accepted, for compatibility).
+    Level { levels: &'static [&'static str] },
+}
+
+/// The thinking rule of a concrete model id, by its family; `None` for models the fake does not
+/// know the rules of (anything goes but both fields at once).
+pub fn thinking_rule(model: &str) -> Option<ThinkingRule> {
+    let family = |prefix: &str| model == prefix || model.strip_prefix(prefix).is_some_and(|r| r.starts_with('-'));
+    if family("gemini-2.5-flash-lite") {
+        Some(ThinkingRule::Budget { min: 512, max: 24_576, can_turn_off: true })
+    } else if family("gemini-2.5-flash") {
+        Some(ThinkingRule::Budget { min: 1, max: 24_576, can_turn_off: true })
+    } else if family("gemini-2.5-pro") {
+        Some(ThinkingRule::Budget { min: 128, max: 32_768, can_turn_off: false })
+    } else if family("gemini-3-flash") || family("gemini-3.1-flash") {
+        Some(ThinkingRule::Level { levels: &["MINIMAL", "LOW", "MEDIUM", "HIGH"] })
+    } else if family("gemini-3-pro") || family("gemini-3.1-pro") {
+        Some(ThinkingRule::Level { levels: &["LOW", "MEDIUM", "HIGH"] })
+    } else {
+        None
+    }
+}
+
+const THINKING_LEVELS: &[&str] = &["THINKING_LEVEL_UNSPECIFIED", "MINIMAL", "LOW", "MEDIUM", "HIGH", "XHIGH"];
+const MEDIA_RESOLUTIONS: &[&str] = &[
+    "MEDIA_RESOLUTION_UNSPECIFIED",
+    "MEDIA_RESOLUTION_LOW",
+    "MEDIA_RESOLUTION_MEDIUM",
+    "MEDIA_RESOLUTION_HIGH",
+    "MEDIA_RESOLUTION_ULTRA_HIGH",
+];
+
+/// The checks that depend on the model (`concrete`: the model an alias stands for):
+/// `thinkingConfig` (never both fields; what the family accepts) and `mediaResolution`.
+pub fn check_for_model(request: &Value, concrete: &str) -> Result<(), ApiError> {
+    let Some(config) = get(request, "generationConfig") else { return Ok(()) };
+    if let Some(resolution) = get(config, "mediaResolution").filter(|v| !v.is_null()) {
+        let text = resolution.as_str().unwrap_or_default();
+        if !MEDIA_RESOLUTIONS.contains(&text) {
+            return Err(ApiError::field(
+                "generation_config.media_resolution",
+                format!(
+                    "Invalid value at 'generation_config.media_resolution' (type.googleapis.com/google.ai.generativelanguage.v1beta.GenerationConfig.MediaResolution), {}",
+                    short_json(resolution)
+                ),
+            ));
+        }
+    }
+    let Some(thinking) = get(config, "thinkingConfig").filter(|v| !v.is_null()) else { return Ok(()) };
+    let budget = get(thinking, "thinkingBudget").filter(|v| !v.is_null());
+    let level = get(thinking, "thinkingLevel").filter(|v| !v.is_null());
+    if budget.is_some() && level.is_some() {
+        return Err(ApiError::invalid_argument(
+            "Unable to submit request because thinking_budget and thinking_level are both set. Set only one of them.",
+        ));
+    }
+    let level = match level {
+        // Enum names are matched without regard to case, as the API does.
+        Some(v) => {
+            let upper = v.as_str().unwrap_or_default().to_ascii_uppercase();
+            if !THINKING_LEVELS.contains(&upper.as_str()) {
+                return Err(ApiError::field(
+                    "generation_config.thinking_config.thinking_level",
+                    format!(
+                        "Invalid value at 'generation_config.thinking_config.thinking_level' (type.googleapis.com/google.ai.generativelanguage.v1beta.ThinkingConfig.ThinkingLevel), {}",
+                        short_json(v)
+                    ),
+                ));
+            }
+            Some(upper)
+        }
+        None => None,
+    };
+    let budget = budget.and_then(|b| b.as_i64().or_else(|| b.as_str().and_then(|s| s.parse().ok())));
+    match (thinking_rule(concrete), budget, level) {
+        (Some(ThinkingRule::Budget { .. }), _, Some(_)) => {
+            Err(ApiError::invalid_argument("Thinking level is not supported for this model."))
+        }
+        (Some(ThinkingRule::Budget { can_turn_off: false, .. }), Some(0), _) => {
+            Err(ApiError::invalid_argument("Budget 0 is invalid. This model only works in thinking mode."))
+        }
+        (Some(ThinkingRule::Budget { min, max, .. }), Some(b), _) if b != 0 && b != -1 && !(min..=max).contains(&b) => {
+            Err(ApiError::invalid_argument(format!("The thinking budget ({b}) is invalid.")))
+        }
+        (Some(ThinkingRule::Level { levels }), _, Some(level))
+            if level != "THINKING_LEVEL_UNSPECIFIED" && !levels.contains(&level.as_str()) =>
+        {
+            Err(ApiError::invalid_argument(format!("Thinking level {level} is not supported for this model.")))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Every check of a `generateContent` body, in the order the API reports them.
 pub fn check_generate_request(body: &[u8]) -> Result<(Value, Checked), ApiError> {
     if body.len() > MAX_REQUEST_BYTES {
@@ -410,6 +539,8 @@ pub fn check_generate_request(body: &[u8]) -> Result<(Value, Checked), ApiError>
     }
 
     if let Some(config) = get(&value, "generationConfig") {
+        checked.max_output_tokens =
+            get(config, "maxOutputTokens").and_then(Value::as_u64).map(|n| u32::try_from(n).unwrap_or(u32::MAX));
         if let Some(t) = get(config, "temperature").and_then(Value::as_f64) {
             if !(0.0..=2.0).contains(&t) {
                 return Err(ApiError::invalid_argument(format!(
@@ -560,6 +691,46 @@ mod tests {
         assert!(e.message.starts_with("Invalid JSON payload received."), "{}", e.message);
         let big = vec![b' '; MAX_REQUEST_BYTES + 1];
         assert!(check_generate_request(&big).unwrap_err().message.contains("exceeds the limit"));
+    }
+
+    #[test]
+    fn thinking_and_media_resolution_per_model() {
+        let with = |thinking: Value, resolution: Value| {
+            let mut v = ok_request();
+            v["generationConfig"]["thinkingConfig"] = thinking;
+            v["generationConfig"]["mediaResolution"] = resolution;
+            v
+        };
+        let ok = [
+            ("gemini-2.5-flash", json!({"thinkingBudget": 0}), json!("MEDIA_RESOLUTION_LOW")),
+            ("gemini-2.5-flash-lite", json!({"thinkingBudget": 512}), json!(null)),
+            ("gemini-2.5-pro", json!({"thinkingBudget": 128}), json!("MEDIA_RESOLUTION_HIGH")),
+            ("gemini-2.5-pro", json!({"thinkingBudget": -1}), json!(null)),
+            ("gemini-3-flash-preview", json!({"thinkingLevel": "minimal"}), json!("MEDIA_RESOLUTION_MEDIUM")),
+            ("gemini-3-flash-preview", json!({"thinkingBudget": 0}), json!(null)),
+            ("gemini-3-pro-preview", json!({"thinkingLevel": "LOW"}), json!(null)),
+            ("some-unknown-model", json!({"thinkingLevel": "high"}), json!(null)),
+        ];
+        for (model, thinking, resolution) in ok {
+            let v = with(thinking.clone(), resolution);
+            check(&v).unwrap();
+            check_for_model(&v, model).unwrap_or_else(|e| panic!("{model} {thinking}: {}", e.message));
+        }
+        let refused = [
+            ("gemini-2.5-flash", json!({"thinkingBudget": 0, "thinkingLevel": "low"}), json!(null), "both set"),
+            ("some-unknown-model", json!({"thinkingBudget": 0, "thinkingLevel": "low"}), json!(null), "both set"),
+            ("gemini-2.5-flash", json!({"thinkingLevel": "minimal"}), json!(null), "Thinking level is not supported"),
+            ("gemini-2.5-pro", json!({"thinkingBudget": 0}), json!(null), "only works in thinking mode"),
+            ("gemini-2.5-flash-lite", json!({"thinkingBudget": 100}), json!(null), "thinking budget (100) is invalid"),
+            ("gemini-3-pro-preview", json!({"thinkingLevel": "minimal"}), json!(null), "MINIMAL is not supported"),
+            ("gemini-3-flash-preview", json!({"thinkingLevel": "lots"}), json!(null), "thinking_level"),
+            ("gemini-2.5-flash", json!(null), json!("MEDIA_RESOLUTION_HUGE"), "media_resolution"),
+        ];
+        for (model, thinking, resolution, needle) in refused {
+            let e = check_for_model(&with(thinking.clone(), resolution), model).unwrap_err();
+            assert_eq!((e.code, e.status.as_str()), (400, "INVALID_ARGUMENT"));
+            assert!(e.message.contains(needle), "{model} {thinking}: {}", e.message);
+        }
     }
 
     #[test]

@@ -188,7 +188,10 @@ impl Run {
         if let ImportStatus::Stopped { code, message } = &settled.status {
             eprintln!("error: {message}");
             return match code {
-                ErrorCode::GeminiAuth | ErrorCode::GeminiNotFound | ErrorCode::Config => EXIT_USAGE,
+                ErrorCode::GeminiAuth
+                | ErrorCode::GeminiNotFound
+                | ErrorCode::GeminiNotAvailable
+                | ErrorCode::Config => EXIT_USAGE,
                 _ => EXIT_FAILED,
             };
         }
@@ -276,7 +279,12 @@ fn json_line(d: &ImportItemDetail, save: bool) -> (String, bool) {
         (_, _, Some(skip)) => json!({"ok": false, "skipped": skip_json(skip)}),
         _ => {
             let error = row.last_error.clone().unwrap_or_else(|| ErrorReport::new(ErrorCode::Io, "unknown"));
-            json!({"ok": false, "error": {"kind": error.code, "message": error.message}})
+            let mut v = json!({"ok": false, "error": {"kind": error.code, "message": error.message}});
+            // A blocked, cut-off or unreadable answer was billed all the same.
+            if let Some(usage) = d.attempt.as_ref().and_then(|a| a.usage) {
+                v["usage"] = json!(usage);
+            }
+            v
         }
     };
     value["file"] = json!(row.path);

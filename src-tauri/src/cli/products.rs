@@ -30,7 +30,7 @@ pub async fn show(state: &AppState, id: i64, json: bool) -> i32 {
         let mut record = serde_json::to_value(&record).unwrap_or_default();
         // The thumbnail is a data URL for the window; a terminal has no use for it.
         if let Some(object) = record.as_object_mut() {
-            object.remove("thumbnail");
+            object.shift_remove("thumbnail");
         }
         println!("{}", json!({"product": record, "history": history}));
         return EXIT_OK;

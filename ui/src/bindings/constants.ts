@@ -6,74 +6,74 @@ import type { ProductField } from "./ProductField";
 export const PRODUCT_FIELDS: Readonly<Array<ProductField>> = [
   {
     "key": "name",
-    "kind": "text",
     "label": "Name",
+    "kind": "text",
     "required": true
   },
   {
     "key": "brand",
-    "kind": "text",
     "label": "Brand",
+    "kind": "text",
     "required": false
   },
   {
     "key": "category",
-    "kind": "text",
     "label": "Category",
+    "kind": "text",
     "required": false
   },
   {
     "key": "description",
-    "kind": "long_text",
     "label": "Description",
+    "kind": "long_text",
     "required": false
   },
   {
     "key": "price",
-    "kind": "price",
     "label": "Price",
+    "kind": "price",
     "required": false
   },
   {
     "key": "gtin",
-    "kind": "gtin",
     "label": "GTIN",
+    "kind": "gtin",
     "required": false
   },
   {
     "key": "color",
-    "kind": "text",
     "label": "Color",
+    "kind": "text",
     "required": false
   },
   {
     "key": "size",
-    "kind": "text",
     "label": "Size",
+    "kind": "text",
     "required": false
   },
   {
     "key": "material",
-    "kind": "text",
     "label": "Material",
+    "kind": "text",
     "required": false
   },
   {
     "key": "net_content",
-    "kind": "net_content",
     "label": "Net content",
+    "kind": "net_content",
     "required": false
   },
   {
     "key": "attributes",
-    "kind": "attributes",
     "label": "Attributes",
+    "kind": "attributes",
     "required": false
   },
   {
     "key": "uncertain_fields",
-    "kind": "field_names",
     "label": "Unsure fields",
+    "kind": "field_names",
     "required": false
   }
 ];

@@ -13,11 +13,13 @@ const CODES: ReadonlySet<string> = new Set<ErrorCode>([
   "gemini_not_found",
   "gemini_quota",
   "gemini_unavailable",
+  "gemini_not_available",
   "gemini_api_error",
   "timeout",
   "network",
   "blocked",
   "unparsable_output",
+  "output_truncated",
   "config",
   "catalog",
   "validation",
@@ -106,6 +108,11 @@ const ADVICE: Record<ErrorCode, ErrorAdvice> = {
     hint: "Gemini is overloaded or down right now. Retry in a moment.",
     action: "retry",
   },
+  gemini_not_available: {
+    title: "Gemini not available here",
+    hint: "Gemini is not offered for this API key's project or location. Check the key's project and billing, or use Gemini from a supported region.",
+    action: "open_settings",
+  },
   gemini_api_error: {
     title: "Gemini error",
     hint: "Gemini answered with an error. Retry; if it keeps failing, check the log.",
@@ -129,6 +136,11 @@ const ADVICE: Record<ErrorCode, ErrorAdvice> = {
   unparsable_output: {
     title: "Unreadable answer",
     hint: "Gemini answered, but not with product data. Retrying usually helps.",
+    action: "retry",
+  },
+  output_truncated: {
+    title: "Answer cut off",
+    hint: "Gemini used up its output tokens (thinking included) before answering. Raise gemini.max_output_tokens or lower gemini.thinking in the config file, then retry.",
     action: "retry",
   },
   config: {

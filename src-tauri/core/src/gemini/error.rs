@@ -12,6 +12,7 @@ use crate::error::{Coded, ErrorCode};
 use crate::resilience::Verdict;
 
 use super::wire::{ErrorBody, ErrorEnvelope};
+use super::Usage;
 
 /// Which timeout fired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,11 +70,18 @@ pub enum GeminiError {
     #[error("Gemini does not offer the model \"{model}\" — open Settings and choose another model, e.g. gemini-flash-latest.")]
     NotFound { model: String, source: ServerDetail, raw: String },
 
-    /// 429: quota or rate limit.
-    #[error("{}", quota_message(*.retry_after))]
-    Quota { retry_after: Option<Duration>, source: ServerDetail, raw: String },
+    /// 429: quota or rate limit. `resets_at` (unix ms) is set for a per-day quota (a
+    /// `QuotaFailure` naming a per-day window, or a limit of 0): retrying cannot help before the
+    /// next midnight Pacific time.
+    #[error("{}", quota_message(*.retry_after, *.resets_at))]
+    Quota { retry_after: Option<Duration>, resets_at: Option<i64>, source: ServerDetail, raw: String },
 
-    /// 500, 502, 503, 504.
+    /// 400 FAILED_PRECONDITION: the API is not available for this project or location (e.g.
+    /// "User location is not supported for the API use."); every call fails the same way.
+    #[error("Gemini is not available for this project or location ({}) — check the API key's project and billing, or use Gemini from a supported region.", short_server(.source))]
+    NotAvailable { source: ServerDetail, raw: String },
+
+    /// 408, 500, 502, 503, 504.
     #[error("{}", unavailable_message(.source.status))]
     Unavailable { retry_after: Option<Duration>, source: ServerDetail, raw: String },
 
@@ -89,14 +97,24 @@ pub enum GeminiError {
     #[error("Could not reach Gemini ({cause}) — check the internet connection and the Gemini address in Settings, then try again.")]
     Network { cause: String, source: Detail },
 
-    /// The prompt or the answer was blocked (`promptFeedback.blockReason`, or a safety
-    /// `finishReason` without usable text).
-    #[error("Gemini blocked this photo ({reason}) and gave no product data — enter the product by hand or try another photo.")]
-    Blocked { reason: String, raw: String },
+    /// The prompt or the answer was blocked (`promptFeedback.blockReason`, or a blocking
+    /// `finishReason` without usable text). `reason` is Gemini's value; billed all the same.
+    #[error("Gemini blocked this photo ({}: {reason}) and gave no product data — enter the product by hand or try another photo.", super::parse::reason_in_words(.reason))]
+    Blocked { reason: String, usage: Option<Usage>, raw: String },
 
-    /// Gemini answered 200, but not with product JSON we can read.
-    #[error("{}", unparsable_message(.reason, *.truncated))]
-    UnparsableOutput { reason: String, truncated: bool, source: Detail, raw: String },
+    /// `finishReason: MAX_TOKENS` with no usable answer: thinking and answer used up
+    /// `maxOutputTokens`. Billed all the same.
+    #[error("Gemini's answer was cut off at {max_output_tokens} output tokens; raise gemini.max_output_tokens or lower gemini.thinking.")]
+    OutputTruncated { max_output_tokens: u32, usage: Option<Usage>, source: Detail, raw: String },
+
+    /// Gemini stopped for another reason (`finishReason` OTHER, LANGUAGE, MALFORMED_RESPONSE,
+    /// or a value newer than this code) without a usable answer. Billed all the same.
+    #[error("Gemini stopped: {reason} ({}) and gave no product data; try again, or enter the product by hand.", super::parse::reason_in_words(.reason))]
+    Stopped { reason: String, usage: Option<Usage>, raw: String },
+
+    /// Gemini answered 200, but not with product JSON we can read. `usage` when it was billed.
+    #[error("Gemini's answer could not be read as product data ({reason}); try again.")]
+    UnparsableOutput { reason: String, usage: Option<Usage>, source: Detail, raw: String },
 
     /// The client could not be built from the settings (bad base URL, TLS setup).
     #[error("The Gemini settings are invalid: {message}")]
@@ -125,7 +143,15 @@ fn short_server(d: &ServerDetail) -> String {
     }
 }
 
-fn quota_message(retry_after: Option<Duration>) -> String {
+fn quota_message(retry_after: Option<Duration>, resets_at: Option<i64>) -> String {
+    if let Some(at) = resets_at {
+        let local = chrono::DateTime::from_timestamp_millis(at)
+            .map(|t| t.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M").to_string())
+            .unwrap_or_default();
+        return format!(
+            "Gemini's daily quota for this model is used up; it resets at midnight Pacific time ({local} local time). Imports wait until then; or use another model or a key with a paid plan."
+        );
+    }
     match retry_after {
         Some(d) => format!("Gemini's quota is used up; try again in {}.", human_delay(d)),
         None => "Gemini's quota is used up; try again later, or check the plan and billing of the API key.".into(),
@@ -137,6 +163,7 @@ fn unavailable_message(status: u16) -> String {
         500 => "Gemini had an internal error (500); try again in a minute.".into(),
         502 => "Gemini could not be reached through Google's gateway (502); try again in a minute.".into(),
         504 => "Gemini ran out of time on its side (504); try again in a minute.".into(),
+        408 => "Gemini timed out waiting for the request (408); try again in a minute.".into(),
         s => format!("Gemini is overloaded ({s}); try again in a minute."),
     }
 }
@@ -153,14 +180,6 @@ fn timeout_message(kind: TimeoutKind, after: Duration) -> String {
         TimeoutKind::Overall => format!(
             "Gemini did not finish answering within {after} (overall timeout); try again, or raise the timeout in Settings."
         ),
-    }
-}
-
-fn unparsable_message(reason: &str, truncated: bool) -> String {
-    if truncated {
-        "Gemini's answer was cut off (MAX_TOKENS) before the product data was complete; try again.".into()
-    } else {
-        format!("Gemini's answer could not be read as product data ({reason}); try again.")
     }
 }
 
@@ -196,11 +215,34 @@ impl GeminiError {
             | Self::BadRequest { raw, .. }
             | Self::NotFound { raw, .. }
             | Self::Quota { raw, .. }
+            | Self::NotAvailable { raw, .. }
             | Self::Unavailable { raw, .. }
             | Self::Api { raw, .. }
             | Self::Blocked { raw, .. }
+            | Self::OutputTruncated { raw, .. }
+            | Self::Stopped { raw, .. }
             | Self::UnparsableOutput { raw, .. } => Some(raw),
             Self::MissingKey | Self::Timeout { .. } | Self::Network { .. } | Self::InvalidConfig { .. } => None,
+        }
+    }
+
+    /// The tokens Gemini billed for an answer that failed (blocked, cut off, stopped, unreadable):
+    /// its `usageMetadata`, whole.
+    pub fn billed_usage(&self) -> Option<&Usage> {
+        match self {
+            Self::Blocked { usage, .. }
+            | Self::OutputTruncated { usage, .. }
+            | Self::Stopped { usage, .. }
+            | Self::UnparsableOutput { usage, .. } => usage.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// When a per-day quota resets (unix ms, the next midnight Pacific time), for a per-day quota.
+    pub fn quota_resets_at(&self) -> Option<i64> {
+        match self {
+            Self::Quota { resets_at, .. } => *resets_at,
+            _ => None,
         }
     }
 
@@ -220,16 +262,26 @@ impl GeminiError {
             | Self::BadRequest { source, .. }
             | Self::NotFound { source, .. }
             | Self::Quota { source, .. }
+            | Self::NotAvailable { source, .. }
             | Self::Unavailable { source, .. }
             | Self::Api { source, .. } => Some(source.status),
-            Self::Blocked { .. } | Self::UnparsableOutput { .. } => Some(200),
+            Self::Blocked { .. }
+            | Self::OutputTruncated { .. }
+            | Self::Stopped { .. }
+            | Self::UnparsableOutput { .. } => Some(200),
             Self::MissingKey | Self::Timeout { .. } | Self::Network { .. } | Self::InvalidConfig { .. } => None,
         }
     }
 
-    /// Whether trying again later may succeed (quota, overload, timeouts, network).
+    /// Whether trying again soon may succeed (a per-minute quota, overload, timeouts, network).
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Self::Quota { .. } | Self::Unavailable { .. } | Self::Timeout { .. } | Self::Network { .. })
+        matches!(
+            self,
+            Self::Quota { resets_at: None, .. }
+                | Self::Unavailable { .. }
+                | Self::Timeout { .. }
+                | Self::Network { .. }
+        )
     }
 
     /// How this error counts for the resilience stack (the outcome-class table in
@@ -237,14 +289,18 @@ impl GeminiError {
     /// A missing key or a bad setting never reached Gemini, so it says nothing about it.
     pub fn verdict(&self) -> Verdict {
         match self {
-            Self::Auth { .. } | Self::NotFound { .. } | Self::Api { .. } => {
-                Verdict::Failure { retry: false, min_delay: None }
-            }
+            Self::Auth { .. }
+            | Self::NotFound { .. }
+            | Self::Api { .. }
+            | Self::NotAvailable { .. }
+            | Self::Quota { resets_at: Some(_), .. } => Verdict::Failure { retry: false, min_delay: None },
             Self::Quota { .. } | Self::Unavailable { .. } | Self::Timeout { .. } | Self::Network { .. } => {
                 Verdict::Failure { retry: true, min_delay: self.retry_after() }
             }
             Self::BadRequest { .. }
             | Self::Blocked { .. }
+            | Self::OutputTruncated { .. }
+            | Self::Stopped { .. }
             | Self::UnparsableOutput { .. }
             | Self::MissingKey
             | Self::InvalidConfig { .. } => Verdict::Ignored,
@@ -259,19 +315,28 @@ impl Coded for GeminiError {
             Self::BadRequest { .. } => ErrorCode::GeminiBadRequest,
             Self::NotFound { .. } => ErrorCode::GeminiNotFound,
             Self::Quota { .. } => ErrorCode::GeminiQuota,
+            Self::NotAvailable { .. } => ErrorCode::GeminiNotAvailable,
             Self::Unavailable { .. } => ErrorCode::GeminiUnavailable,
             Self::Api { .. } => ErrorCode::GeminiApiError,
             Self::Timeout { .. } => ErrorCode::Timeout,
             Self::Network { .. } => ErrorCode::Network,
             Self::Blocked { .. } => ErrorCode::Blocked,
-            Self::UnparsableOutput { .. } => ErrorCode::UnparsableOutput,
+            Self::OutputTruncated { .. } => ErrorCode::OutputTruncated,
+            Self::Stopped { .. } | Self::UnparsableOutput { .. } => ErrorCode::UnparsableOutput,
             Self::InvalidConfig { .. } => ErrorCode::Config,
         }
     }
 }
 
-/// Maps an error status and its body to a [`GeminiError`]. `body` is already scrubbed of the key.
-pub(crate) fn from_status(status: u16, body: String, model: &str, retry_after_header: Option<Duration>) -> GeminiError {
+/// Maps an error status and its body to a [`GeminiError`]. `body` is already scrubbed of the key;
+/// `now_ms` (unix ms) dates a per-day quota's reset.
+pub(crate) fn from_status(
+    status: u16,
+    body: String,
+    model: &str,
+    retry_after_header: Option<Duration>,
+    now_ms: i64,
+) -> GeminiError {
     let envelope: Option<ErrorBody> = serde_json::from_str::<ErrorEnvelope>(&body).ok().and_then(|e| e.error);
     let envelope = envelope.unwrap_or_default();
     let message = envelope.message.clone().filter(|m| !m.trim().is_empty()).or_else(|| {
@@ -288,15 +353,71 @@ pub(crate) fn from_status(status: u16, body: String, model: &str, retry_after_he
             GeminiError::Auth { source, raw }
         }
         401 | 403 => GeminiError::Auth { source, raw },
+        400 if envelope.status.as_deref() == Some("FAILED_PRECONDITION") => GeminiError::NotAvailable { source, raw },
         400 => GeminiError::BadRequest { source, raw },
         404 => GeminiError::NotFound { model: model.to_string(), source, raw },
         429 => {
             let retry_after =
                 envelope.retry_delay().or_else(|| message.as_deref().and_then(retry_in_message)).or(retry_after_header);
-            GeminiError::Quota { retry_after, source, raw }
+            let resets_at = is_per_day_quota(&envelope, &msg_lower).then(|| next_pacific_midnight(now_ms));
+            GeminiError::Quota { retry_after, resets_at, source, raw }
         }
-        500 | 502 | 503 | 504 => GeminiError::Unavailable { retry_after: retry_after_header, source, raw },
+        408 | 500 | 502 | 503 | 504 => GeminiError::Unavailable { retry_after: retry_after_header, source, raw },
         _ => GeminiError::Api { source, raw },
+    }
+}
+
+/// A quota that retrying cannot beat today: a `QuotaFailure` violation whose `quotaId` names a
+/// per-day window (`GenerateRequestsPerDayPerProjectPerModel-FreeTier`) or whose `quotaValue` is
+/// 0, or a message saying `limit: 0` (the model has no free quota at all).
+fn is_per_day_quota(envelope: &ErrorBody, message_lower: &str) -> bool {
+    let per_day = envelope.quota_violations().any(|v| {
+        let id = v.get("quotaId").and_then(|i| i.as_str()).unwrap_or_default().to_ascii_lowercase();
+        let value = match v.get("quotaValue") {
+            Some(serde_json::Value::String(s)) => s.trim().parse::<f64>().ok(),
+            Some(serde_json::Value::Number(n)) => n.as_f64(),
+            _ => None,
+        };
+        id.contains("perday") || id.contains("per_day") || value == Some(0.0)
+    });
+    per_day
+        || message_lower
+            .match_indices("limit: 0")
+            .any(|(at, m)| !message_lower[at + m.len()..].starts_with(|c: char| c.is_ascii_digit() || c == '.'))
+}
+
+/// The next midnight in America/Los_Angeles after `now_ms` (unix ms), when Gemini's per-day
+/// quotas reset. Pacific time is UTC−8, or UTC−7 under daylight saving time (US rules since
+/// 2007: from the second Sunday of March, 02:00 local, to the first Sunday of November, 02:00
+/// local). Midnight is never inside a switch, so its offset is unambiguous.
+pub fn next_pacific_midnight(now_ms: i64) -> i64 {
+    const HOUR: i64 = 3_600_000;
+    let offset_at = |utc_ms: i64| if pacific_dst(utc_ms) { -7 * HOUR } else { -8 * HOUR };
+    let local = now_ms + offset_at(now_ms);
+    let next_local_midnight = (local.div_euclid(24 * HOUR) + 1) * 24 * HOUR;
+    let standard = next_local_midnight + 8 * HOUR;
+    if pacific_dst(standard) {
+        next_local_midnight + 7 * HOUR
+    } else {
+        standard
+    }
+}
+
+/// Whether US Pacific daylight saving time is in effect at `utc_ms`.
+fn pacific_dst(utc_ms: i64) -> bool {
+    use chrono::{Datelike, NaiveDate, Weekday};
+    let Some(t) = chrono::DateTime::from_timestamp_millis(utc_ms) else { return false };
+    let year = t.year();
+    // The n-th Sunday of a month, at `hour_utc`.
+    let sunday = |month: u32, n: u8, hour_utc: u32| {
+        NaiveDate::from_weekday_of_month_opt(year, month, Weekday::Sun, n)
+            .and_then(|d| d.and_hms_opt(hour_utc, 0, 0))
+            .map(|d| d.and_utc().timestamp_millis())
+    };
+    // 02:00 PST = 10:00 UTC; 02:00 PDT = 09:00 UTC.
+    match (sunday(3, 2, 10), sunday(11, 1, 9)) {
+        (Some(start), Some(end)) => (start..end).contains(&utc_ms),
+        _ => false,
     }
 }
 
@@ -373,17 +494,23 @@ mod tests {
             (503, "{}", ErrorCode::GeminiUnavailable),
             (504, "null", ErrorCode::GeminiUnavailable),
             (409, "{", ErrorCode::GeminiApiError),
-            (408, "", ErrorCode::GeminiApiError),
+            (408, "", ErrorCode::GeminiUnavailable),
+            (
+                400,
+                r#"{"error":{"code":400,"message":"User location is not supported for the API use.","status":"FAILED_PRECONDITION"}}"#,
+                ErrorCode::GeminiNotAvailable,
+            ),
         ];
         for (status, body, code) in cases {
-            let e = from_status(*status, body.to_string(), "m", None);
+            let e = from_status(*status, body.to_string(), "m", None, 0);
             assert_eq!(e.code(), *code, "{status} {body}");
             assert_eq!(e.http_status(), Some(*status));
             assert_eq!(e.raw_response(), Some(*body));
         }
-        let e = from_status(403, r#"{"error":{"message":"Your API key was reported as leaked."}}"#.into(), "m", None);
+        let e =
+            from_status(403, r#"{"error":{"message":"Your API key was reported as leaked."}}"#.into(), "m", None, 0);
         assert!(e.to_string().contains("leaked"), "{e}");
-        let e = from_status(429, r#"{"error":{"message":"Please retry in 47.17s."}}"#.into(), "m", None);
+        let e = from_status(429, r#"{"error":{"message":"Please retry in 47.17s."}}"#.into(), "m", None, 0);
         assert_eq!(e.retry_after(), Some(Duration::from_secs_f64(47.17)));
         assert_eq!(e.to_string(), "Gemini's quota is used up; try again in 48 s.");
     }
@@ -392,11 +519,91 @@ mod tests {
     fn retry_info_wins_over_message() {
         let body = r#"{"error":{"code":429,"message":"Please retry in 47.17s.","status":"RESOURCE_EXHAUSTED",
             "details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"26s"}]}}"#;
-        let e = from_status(429, body.into(), "m", None);
+        let e = from_status(429, body.into(), "m", None, 0);
+        assert_eq!(e.quota_resets_at(), None, "a per-minute quota");
+        assert!(e.is_retryable());
         assert_eq!(e.retry_after(), Some(Duration::from_secs(26)));
         assert_eq!(e.to_string(), "Gemini's quota is used up; try again in 26 s.");
         let report = crate::ErrorReport::from_error(&e);
         assert_eq!(report.code, ErrorCode::GeminiQuota);
         assert_eq!(report.detail.as_deref(), Some("HTTP 429 RESOURCE_EXHAUSTED: Please retry in 47.17s."));
+    }
+
+    fn utc(text: &str) -> i64 {
+        chrono::DateTime::parse_from_rfc3339(text).unwrap().timestamp_millis()
+    }
+
+    #[test]
+    fn pacific_midnight_follows_daylight_saving_time() {
+        let cases = [
+            // Winter, PST (UTC−8): midnight PT is 08:00 UTC.
+            ("2026-12-03T10:11:00Z", "2026-12-04T08:00:00Z"),
+            ("2026-12-04T07:59:59Z", "2026-12-04T08:00:00Z"),
+            ("2026-12-04T08:00:00Z", "2026-12-05T08:00:00Z"),
+            // Summer, PDT (UTC−7): 07:00 UTC.
+            ("2026-07-01T06:59:00Z", "2026-07-01T07:00:00Z"),
+            ("2026-07-01T07:00:00Z", "2026-07-02T07:00:00Z"),
+            // 2026: DST starts Sunday 8 March (02:00 PST = 10:00 UTC), ends Sunday 1 November.
+            ("2026-03-07T12:00:00Z", "2026-03-08T08:00:00Z"),
+            ("2026-03-08T12:00:00Z", "2026-03-09T07:00:00Z"),
+            ("2026-10-31T12:00:00Z", "2026-11-01T07:00:00Z"),
+            ("2026-11-01T12:00:00Z", "2026-11-02T08:00:00Z"),
+            // New Year's Eve in Los Angeles.
+            ("2027-01-01T07:30:00Z", "2027-01-01T08:00:00Z"),
+        ];
+        for (now, reset) in cases {
+            assert_eq!(next_pacific_midnight(utc(now)), utc(reset), "{now}");
+        }
+    }
+
+    #[test]
+    fn per_day_quotas_are_not_retried() {
+        let violation = |id: &str, value: &str| {
+            format!(
+                r#"{{"error":{{"code":429,"status":"RESOURCE_EXHAUSTED","message":"You exceeded your current quota.",
+                "details":[{{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{{"quotaId":"{id}","quotaValue":"{value}"}}]}},
+                {{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"14s"}}]}}}}"#
+            )
+        };
+        let now = utc("2026-12-03T10:11:00Z");
+        let daily = [
+            violation("GenerateRequestsPerDayPerProjectPerModel-FreeTier", "250"),
+            violation("GenerateContentInputTokensPerModelPerMinute-FreeTier", "0"),
+            r#"{"error":{"code":429,"message":"Quota exceeded for metric: x, limit: 0, model: gemini-2.5-pro"}}"#
+                .into(),
+        ];
+        for body in daily {
+            let e = from_status(429, body.clone(), "m", None, now);
+            assert_eq!(e.code(), ErrorCode::GeminiQuota);
+            assert_eq!(e.quota_resets_at(), Some(utc("2026-12-04T08:00:00Z")), "{body}");
+            assert!(!e.is_retryable());
+            assert_eq!(e.verdict(), Verdict::Failure { retry: false, min_delay: None });
+            assert!(e.to_string().contains("daily quota"), "{e}");
+            assert!(e.to_string().contains("midnight Pacific time"), "{e}");
+        }
+        let minute = [
+            violation("GenerateRequestsPerMinutePerProjectPerModel-FreeTier", "15"),
+            r#"{"error":{"code":429,"message":"Quota exceeded for metric: x, limit: 0.5 per second"}}"#.into(),
+            r#"{"error":{"code":429,"message":"Quota exceeded for metric: x, limit: 10, model: m"}}"#.into(),
+        ];
+        for body in minute {
+            let e = from_status(429, body.clone(), "m", None, now);
+            assert_eq!(e.quota_resets_at(), None, "{body}");
+            assert!(matches!(e.verdict(), Verdict::Failure { retry: true, .. }));
+        }
+    }
+
+    #[test]
+    fn failed_precondition_and_408() {
+        let body = r#"{"error":{"code":400,"message":"User location is not supported for the API use.","status":"FAILED_PRECONDITION"}}"#;
+        let e = from_status(400, body.into(), "m", None, 0);
+        assert_eq!(e.code(), ErrorCode::GeminiNotAvailable);
+        assert!(e.to_string().starts_with("Gemini is not available for this project or location"), "{e}");
+        assert!(e.to_string().contains("User location is not supported"), "{e}");
+        assert_eq!(e.verdict(), Verdict::Failure { retry: false, min_delay: None });
+        let e = from_status(408, String::new(), "m", None, 0);
+        assert_eq!(e.code(), ErrorCode::GeminiUnavailable);
+        assert!(matches!(e.verdict(), Verdict::Failure { retry: true, .. }));
+        assert!(e.to_string().contains("408"), "{e}");
     }
 }

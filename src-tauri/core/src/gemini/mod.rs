@@ -8,10 +8,15 @@
 //! - Three timeouts: `connect_timeout` and `read_timeout` on the reqwest client, and `timeout`
 //!   around the whole call including reading the body. [`GeminiError::Timeout`] says which fired.
 //! - Parsing ([`parse`]) accepts every shape the API is known to produce; see its docs.
+//! - `generationConfig` follows `[gemini]` (thinking, max output tokens, temperature, media
+//!   resolution) as the model's family allows ([`models`]). An alias such as
+//!   `gemini-flash-latest` is resolved once per client with `GET /v1beta/models/{model}`; when
+//!   that fails or names no known family, no thinking field is sent (logged once).
 //!
 //! No third-party Gemini crate: the wire types are in [`wire`].
 
 mod error;
+pub mod models;
 mod parse;
 pub mod wire;
 
@@ -23,10 +28,11 @@ use reqwest::header::{HeaderValue, RETRY_AFTER};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use crate::config::{ApiKey, GeminiConfig};
+use crate::config::{ApiKey, GeminiConfig, MediaResolution, Thinking};
 use crate::product::{self, Product};
 
-pub use error::{Detail, GeminiError, ServerDetail, TimeoutKind};
+pub use error::{next_pacific_midnight, Detail, GeminiError, ServerDetail, TimeoutKind};
+pub use models::Family;
 
 /// The header that carries the key.
 pub const API_KEY_HEADER: &str = "x-goog-api-key";
@@ -102,6 +108,13 @@ struct Inner {
     connect_timeout: Duration,
     read_timeout: Duration,
     schema: serde_json::Value,
+    thinking: Thinking,
+    max_output_tokens: u32,
+    temperature: Option<f64>,
+    media_resolution: MediaResolution,
+    /// The model's family: known from the id at once, or resolved by `models.get` on the first
+    /// call (`None`: unknown, or the lookup failed — no thinking field is sent).
+    family: tokio::sync::OnceCell<Option<&'static Family>>,
 }
 
 impl std::fmt::Debug for GeminiClient {
@@ -165,12 +178,20 @@ impl GeminiClient {
             http,
             inner: Arc::new(Inner {
                 base_url,
-                model,
                 api_key: cfg.api_key.clone(),
                 timeout: cfg.timeout,
                 connect_timeout: cfg.connect_timeout,
                 read_timeout: cfg.read_timeout,
                 schema: product::response_json_schema(),
+                thinking: cfg.thinking,
+                max_output_tokens: cfg.max_output_tokens,
+                temperature: cfg.temperature,
+                media_resolution: cfg.media_resolution,
+                family: match models::family_of(&model) {
+                    Some(family) => tokio::sync::OnceCell::new_with(Some(Some(family))),
+                    None => tokio::sync::OnceCell::new(),
+                },
+                model,
             }),
         })
     }
@@ -180,8 +201,75 @@ impl GeminiClient {
         &self.inner.model
     }
 
-    /// The request body for one photo (exposed for tests and the audit trail).
+    /// The model's family, resolving an alias with `models.get` the first time (once per client;
+    /// concurrent callers wait for the one lookup). A failed lookup is logged once and leaves the
+    /// family unknown: extraction goes on without a thinking field.
+    pub async fn model_family(&self) -> Option<&'static Family> {
+        *self
+            .inner
+            .family
+            .get_or_init(|| async {
+                match self.get_model().await {
+                    Ok(info) => {
+                        let family = models::family_of_model_info(&info);
+                        tracing::info!(
+                            model = %self.inner.model,
+                            base_model_id = info.base_model_id.as_deref().unwrap_or(""),
+                            family = family.map_or("unknown (no thinking field sent)", |f| f.prefix),
+                            "gemini model resolved"
+                        );
+                        family
+                    }
+                    Err(e) => {
+                        tracing::warn!(
+                            model = %self.inner.model,
+                            "could not look the model up ({e}); sending no thinking field"
+                        );
+                        None
+                    }
+                }
+            })
+            .await
+    }
+
+    /// `GET /v1beta/models/{model}`: what Gemini says about the configured model.
+    pub async fn get_model(&self) -> Result<wire::ModelInfo, GeminiError> {
+        let key = self.inner.api_key.as_ref().ok_or(GeminiError::MissingKey)?;
+        let url = format!("{}/v1beta/models/{}", self.inner.base_url, self.inner.model);
+        let answer = self.with_overall_timeout(self.call(self.http.get(&url), key)).await?;
+        if !(200..300).contains(&answer.status) {
+            return Err(error::from_status(
+                answer.status,
+                answer.body,
+                &self.inner.model,
+                answer.retry_after,
+                unix_now_ms(),
+            ));
+        }
+        serde_json::from_str(&answer.body).map_err(|e| GeminiError::UnparsableOutput {
+            reason: "the model description was not valid JSON".into(),
+            usage: None,
+            source: Detail(e.to_string()),
+            raw: answer.body.clone(),
+        })
+    }
+
+    /// The request body for one photo, for the family resolved so far (the id's own family
+    /// before [`GeminiClient::model_family`] has resolved an alias). Exposed for tests, the
+    /// audit trail and batch requests.
     pub fn request_body(&self, mime_type: &str, image: &[u8]) -> wire::GenerateContentRequest {
+        let family = self.inner.family.get().copied().flatten();
+        self.request_body_for(family, mime_type, image)
+    }
+
+    /// The request body for one photo sent to a model of `family` (`None`: unknown).
+    pub fn request_body_for(
+        &self,
+        family: Option<&Family>,
+        mime_type: &str,
+        image: &[u8],
+    ) -> wire::GenerateContentRequest {
+        let inner = &self.inner;
         wire::GenerateContentRequest {
             system_instruction: wire::Content { role: None, parts: vec![wire::Part::text(SYSTEM_INSTRUCTION)] },
             contents: vec![wire::Content {
@@ -192,10 +280,12 @@ impl GeminiClient {
                 ],
             }],
             generation_config: wire::GenerationConfig {
-                temperature: 0.2,
-                max_output_tokens: 2048,
+                temperature: models::temperature_for(family, inner.temperature),
+                max_output_tokens: inner.max_output_tokens,
                 response_mime_type: "application/json".into(),
-                response_json_schema: self.inner.schema.clone(),
+                response_json_schema: inner.schema.clone(),
+                thinking_config: family.and_then(|f| f.thinking_config(inner.thinking)),
+                media_resolution: models::media_resolution_wire(inner.media_resolution).map(str::to_string),
             },
         }
     }
@@ -204,15 +294,22 @@ impl GeminiClient {
     pub async fn extract_product(&self, mime_type: &str, image: &[u8]) -> Result<GeminiExtraction, GeminiError> {
         let key = self.inner.api_key.as_ref().ok_or(GeminiError::MissingKey)?;
         let url = format!("{}/v1beta/models/{}:generateContent", self.inner.base_url, self.inner.model);
-        let body = self.request_body(mime_type, image);
+        let family = self.model_family().await;
+        let body = self.request_body_for(family, mime_type, image);
         let started = Instant::now();
         let answer = self.with_overall_timeout(self.call(self.http.post(&url).json(&body), key)).await?;
         let latency = started.elapsed();
         tracing::debug!(model = %self.inner.model, status = answer.status, ?latency, "gemini generateContent");
         if !(200..300).contains(&answer.status) {
-            return Err(error::from_status(answer.status, answer.body, &self.inner.model, answer.retry_after));
+            return Err(error::from_status(
+                answer.status,
+                answer.body,
+                &self.inner.model,
+                answer.retry_after,
+                unix_now_ms(),
+            ));
         }
-        let parsed = parse::parse_generate_response(&answer.body)?;
+        let parsed = parse::parse_generate_response(&answer.body, self.inner.max_output_tokens)?;
         Ok(GeminiExtraction {
             product: parsed.product,
             usage: parsed.usage,
@@ -237,12 +334,18 @@ impl GeminiClient {
                 }
                 let answer = self.call(self.http.get(&url).query(&query), key).await?;
                 if !(200..300).contains(&answer.status) {
-                    return Err(error::from_status(answer.status, answer.body, &self.inner.model, answer.retry_after));
+                    return Err(error::from_status(
+                        answer.status,
+                        answer.body,
+                        &self.inner.model,
+                        answer.retry_after,
+                        unix_now_ms(),
+                    ));
                 }
                 let page: wire::ListModelsResponse =
                     serde_json::from_str(&answer.body).map_err(|e| GeminiError::UnparsableOutput {
                         reason: "the model list was not valid JSON".into(),
-                        truncated: false,
+                        usage: None,
                         source: Detail(e.to_string()),
                         raw: answer.body.clone(),
                     })?;
@@ -309,6 +412,12 @@ impl GeminiClient {
         }
         GeminiError::Network { cause: network_cause(&e, &chain), source: Detail(chain) }
     }
+}
+
+/// The wall clock in unix ms, for when a per-day quota resets.
+fn unix_now_ms() -> i64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// Replaces the key wherever it appears (defence in depth: servers should never echo it).

@@ -3,6 +3,11 @@
 //! Handles every shape the spec lists: no candidates with `promptFeedback.blockReason`, a
 //! candidate without content, content without parts, thought parts (skipped), unknown fields and
 //! unknown `finishReason` values; and text that is JSON wrapped in a code fence or in prose.
+//!
+//! When no usable answer came, [`REASONS`] classifies the `finishReason` (or the prompt's
+//! `blockReason`): blocked, cut off at `maxOutputTokens`, or stopped for another reason; a value
+//! newer than this table is "stopped" with its name kept. Every such error carries the answer's
+//! `usageMetadata`: Gemini bills it all the same.
 
 use crate::product::Product;
 
@@ -10,9 +15,61 @@ use super::error::{short, Detail, GeminiError};
 use super::wire::{GenerateContentResponse, UsageMetadata};
 use super::Usage;
 
-/// `finishReason` values that mean the answer was withheld.
-const BLOCKING_FINISH_REASONS: &[&str] =
-    &["SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY", "RECITATION"];
+/// What a `finishReason` means for an answer without usable text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// A normal end (STOP, unspecified): no text is simply an unreadable answer.
+    Normal,
+    /// `maxOutputTokens` was reached.
+    Truncated,
+    /// The answer (or the prompt) was withheld.
+    Blocked,
+    /// Gemini stopped for another reason.
+    Stopped,
+}
+
+/// Every `finishReason` and `blockReason` value of the SDK's enums (2026), what it means for an
+/// answer without usable text, and how a person would say it. A prompt's `blockReason` is always
+/// a block, whatever the value.
+pub(crate) const REASONS: &[(&str, Ending, &str)] = &[
+    ("FINISH_REASON_UNSPECIFIED", Ending::Normal, "no reason given"),
+    ("STOP", Ending::Normal, "finished"),
+    ("MAX_TOKENS", Ending::Truncated, "the output token limit was reached"),
+    ("SAFETY", Ending::Blocked, "flagged by the safety filters"),
+    ("RECITATION", Ending::Blocked, "too close to existing copyrighted text"),
+    ("LANGUAGE", Ending::Stopped, "a language Gemini does not support"),
+    ("OTHER", Ending::Stopped, "another reason"),
+    ("BLOCKLIST", Ending::Blocked, "a term on a blocklist"),
+    ("PROHIBITED_CONTENT", Ending::Blocked, "prohibited content"),
+    ("SPII", Ending::Blocked, "sensitive personal information"),
+    ("MALFORMED_FUNCTION_CALL", Ending::Stopped, "a malformed function call"),
+    ("IMAGE_SAFETY", Ending::Blocked, "flagged by the image safety filters"),
+    ("IMAGE_PROHIBITED_CONTENT", Ending::Blocked, "prohibited image content"),
+    ("IMAGE_OTHER", Ending::Stopped, "a problem with an image"),
+    ("NO_IMAGE", Ending::Stopped, "no image was produced"),
+    ("IMAGE_RECITATION", Ending::Blocked, "an image too close to existing copyrighted work"),
+    ("UNEXPECTED_TOOL_CALL", Ending::Stopped, "an unexpected tool call"),
+    ("TOO_MANY_TOOL_CALLS", Ending::Stopped, "too many tool calls"),
+    ("MISSING_THOUGHT_SIGNATURE", Ending::Stopped, "a missing thought signature"),
+    ("MALFORMED_RESPONSE", Ending::Stopped, "a malformed response"),
+    ("ESCALATION", Ending::Stopped, "the request was escalated"),
+    ("PUP_LIMITED_DISABLED", Ending::Stopped, "a feature limited or disabled for this project"),
+    ("CONTINUATION", Ending::Stopped, "the answer continues in another response"),
+    ("MODEL_ARMOR", Ending::Blocked, "a Model Armor screening policy"),
+    // blockReason values not listed above.
+    ("BLOCKED_REASON_UNSPECIFIED", Ending::Blocked, "an unspecified reason"),
+    ("JAILBREAK", Ending::Blocked, "a suspected jailbreak attempt"),
+];
+
+/// How a `finishReason` ends an answer; a value newer than [`REASONS`] is "stopped".
+pub(crate) fn ending_of(reason: &str) -> Ending {
+    REASONS.iter().find(|(r, _, _)| *r == reason).map_or(Ending::Stopped, |(_, e, _)| *e)
+}
+
+/// A reason in plain words, for the error message.
+pub(crate) fn reason_in_words(reason: &str) -> &'static str {
+    REASONS.iter().find(|(r, _, _)| *r == reason).map_or("a reason this version does not know yet", |(_, _, w)| *w)
+}
 
 /// What a successful answer carries, before timing is added.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,31 +94,35 @@ impl From<&UsageMetadata> for Usage {
     }
 }
 
-fn unparsable(reason: impl Into<String>, detail: impl Into<String>, raw: &str) -> GeminiError {
-    GeminiError::UnparsableOutput {
-        reason: reason.into(),
-        truncated: false,
-        source: Detail(detail.into()),
-        raw: raw.to_string(),
-    }
+fn unparsable(reason: impl Into<String>, detail: impl Into<String>, usage: Option<Usage>, raw: &str) -> GeminiError {
+    GeminiError::UnparsableOutput { reason: reason.into(), usage, source: Detail(detail.into()), raw: raw.to_string() }
 }
 
-/// Parses the body of a 200 answer.
-pub(crate) fn parse_generate_response(body: &str) -> Result<Parsed, GeminiError> {
+/// Parses the body of a 200 answer. `max_output_tokens` is what the request allowed (for the
+/// message of a cut-off answer).
+pub(crate) fn parse_generate_response(body: &str, max_output_tokens: u32) -> Result<Parsed, GeminiError> {
     let response: GenerateContentResponse = serde_json::from_str(body).map_err(|e| {
         unparsable(
             "the answer was not a Gemini response",
             format!("{e}; body starts: {}", short(body.trim(), 200)),
+            None,
             body,
         )
     })?;
-    let usage = response.usage_metadata.as_ref().map(Usage::from).unwrap_or_default();
+    // What Gemini billed, success or not.
+    let billed = response.usage_metadata.as_ref().map(Usage::from);
+    let usage = billed.unwrap_or_default();
 
     let Some(candidate) = response.candidates.first() else {
         if let Some(reason) = response.prompt_feedback.as_ref().and_then(|f| f.block_reason.clone()) {
-            return Err(GeminiError::Blocked { reason, raw: body.to_string() });
+            return Err(GeminiError::Blocked { reason, usage: billed, raw: body.to_string() });
         }
-        return Err(unparsable("Gemini returned no answer", "no candidates and no promptFeedback.blockReason", body));
+        return Err(unparsable(
+            "Gemini returned no answer",
+            "no candidates and no promptFeedback.blockReason",
+            billed,
+            body,
+        ));
     };
     let finish_reason = candidate.finish_reason.clone().filter(|r| !r.is_empty());
     let finish = finish_reason.as_deref().unwrap_or("");
@@ -76,18 +137,28 @@ pub(crate) fn parse_generate_response(body: &str) -> Result<Parsed, GeminiError>
         .collect();
 
     let no_usable_text = |what: &str| -> GeminiError {
-        if BLOCKING_FINISH_REASONS.contains(&finish) {
-            GeminiError::Blocked { reason: finish.to_string(), raw: body.to_string() }
-        } else if finish == "MAX_TOKENS" {
-            GeminiError::UnparsableOutput {
-                reason: "the answer was cut off".into(),
-                truncated: true,
+        let (raw, reason) = (body.to_string(), finish.to_string());
+        match ending_of(finish) {
+            _ if finish.is_empty() => unparsable(
+                what.to_string(),
+                format!("finishReason none; text: {}", short(text.trim(), 200)),
+                billed,
+                body,
+            ),
+            Ending::Blocked => GeminiError::Blocked { reason, usage: billed, raw },
+            Ending::Truncated => GeminiError::OutputTruncated {
+                max_output_tokens,
+                usage: billed,
                 source: Detail(format!("finishReason MAX_TOKENS; text: {}", short(text.trim(), 200))),
-                raw: body.to_string(),
-            }
-        } else {
-            let finish = if finish.is_empty() { "none" } else { finish };
-            unparsable(what.to_string(), format!("finishReason {finish}; text: {}", short(text.trim(), 200)), body)
+                raw,
+            },
+            Ending::Stopped => GeminiError::Stopped { reason, usage: billed, raw },
+            Ending::Normal => unparsable(
+                what.to_string(),
+                format!("finishReason {finish}; text: {}", short(text.trim(), 200)),
+                billed,
+                body,
+            ),
         }
     };
 
@@ -102,10 +173,10 @@ pub(crate) fn parse_generate_response(body: &str) -> Result<Parsed, GeminiError>
     };
     match object.get("name") {
         Some(serde_json::Value::String(name)) if !name.trim().is_empty() => {}
-        _ => return Err(unparsable("the answer had no product name", short(text.trim(), 200), body)),
+        _ => return Err(unparsable("the answer had no product name", short(text.trim(), 200), billed, body)),
     }
     let product: Product = serde_json::from_value(json.clone()).map_err(|e| {
-        unparsable("the product data had the wrong shape", format!("{e}: {}", short(text.trim(), 200)), body)
+        unparsable("the product data had the wrong shape", format!("{e}: {}", short(text.trim(), 200)), billed, body)
     })?;
     Ok(Parsed { product: product.normalized(), usage, model_version: response.model_version, finish_reason })
 }
@@ -196,11 +267,11 @@ mod tests {
         "gtin": "4006381333931", "net_content": {"value": 500, "unit": "g"}, "uncertain_fields": ["price"]}"#;
 
     fn ok(body: &str) -> Parsed {
-        parse_generate_response(body).unwrap_or_else(|e| panic!("{e}: {e:?}"))
+        parse_generate_response(body, 8192).unwrap_or_else(|e| panic!("{e}: {e:?}"))
     }
 
     fn err(body: &str) -> GeminiError {
-        match parse_generate_response(body) {
+        match parse_generate_response(body, 8192) {
             Ok(p) => panic!("expected an error, got {p:?}"),
             Err(e) => e,
         }
@@ -321,16 +392,31 @@ mod tests {
             (answer("{\"name\": \"  \"}", "STOP"), ErrorCode::UnparsableOutput, "no product name"),
             (answer("{\"name\": 42}", "STOP"), ErrorCode::UnparsableOutput, "no product name"),
             (answer("{\"name\": \"X\", \"price\": \"3.49\"}", "STOP"), ErrorCode::UnparsableOutput, "wrong shape"),
-            (answer("{\"name\": \"Crunchy Oat Gra", "MAX_TOKENS"), ErrorCode::UnparsableOutput, "cut off"),
-            (answer("", "MAX_TOKENS"), ErrorCode::UnparsableOutput, "cut off"),
+            (answer("{\"name\": \"Crunchy Oat Gra", "MAX_TOKENS"), ErrorCode::OutputTruncated, "cut off at 8192"),
+            (answer("", "MAX_TOKENS"), ErrorCode::OutputTruncated, "raise gemini.max_output_tokens"),
             (
                 answer(
                     "{\"name\": \"Oil\", \"attributes\": [{\"name\": \"Origin\", \"value\": \"Italy\"}, {\"na",
                     "MAX_TOKENS",
                 ),
-                ErrorCode::UnparsableOutput,
-                "cut off",
+                ErrorCode::OutputTruncated,
+                "lower gemini.thinking",
             ),
+            (
+                json!({"promptFeedback": {"blockReason": "JAILBREAK"}}).to_string(),
+                ErrorCode::Blocked,
+                "a suspected jailbreak attempt: JAILBREAK",
+            ),
+            (answer("", "MODEL_ARMOR"), ErrorCode::Blocked, "Model Armor"),
+            (answer("", "SPII"), ErrorCode::Blocked, "sensitive personal information"),
+            (answer("", "IMAGE_PROHIBITED_CONTENT"), ErrorCode::Blocked, "prohibited image content"),
+            (answer("", "LANGUAGE"), ErrorCode::UnparsableOutput, "Gemini stopped: LANGUAGE"),
+            (
+                answer("no json", "MALFORMED_RESPONSE"),
+                ErrorCode::UnparsableOutput,
+                "Gemini stopped: MALFORMED_RESPONSE",
+            ),
+            (answer("", "SOME_FUTURE_REASON"), ErrorCode::UnparsableOutput, "Gemini stopped: SOME_FUTURE_REASON"),
             (answer("Note {\"name\": \"inner\"", "STOP"), ErrorCode::UnparsableOutput, "no JSON object"),
         ];
         for (body, code, needle) in cases {
@@ -340,6 +426,39 @@ mod tests {
             assert_eq!(e.raw_response(), Some(body.as_str()));
             assert_eq!(e.http_status(), Some(200));
         }
+    }
+
+    #[test]
+    fn every_reason_is_classified_and_unknown_ones_are_kept() {
+        for (reason, ending, words) in REASONS {
+            assert_eq!(ending_of(reason), *ending);
+            assert_eq!(reason_in_words(reason), *words);
+        }
+        assert_eq!(ending_of("NEW_REASON_2027"), Ending::Stopped);
+        let e = err(&answer("", "NEW_REASON_2027"));
+        assert!(e.to_string().starts_with("Gemini stopped: NEW_REASON_2027"), "{e}");
+    }
+
+    #[test]
+    fn failed_answers_carry_their_billed_usage() {
+        let billed = Usage { prompt_tokens: 102, output_tokens: 438, thoughts_tokens: 278, total_tokens: 540 };
+        for body in [
+            answer("", "MAX_TOKENS"),
+            answer("", "SAFETY"),
+            answer("", "OTHER"),
+            answer("I'm sorry.", "STOP"),
+            answer("{\"brand\": \"Acme\"}", "STOP"),
+        ] {
+            assert_eq!(err(&body).billed_usage(), Some(&billed), "{body}");
+        }
+        let blocked = json!({"promptFeedback": {"blockReason": "SAFETY"},
+            "usageMetadata": {"promptTokenCount": 300, "totalTokenCount": 300}})
+        .to_string();
+        let usage = Usage { prompt_tokens: 300, output_tokens: 0, thoughts_tokens: 0, total_tokens: 300 };
+        assert_eq!(err(&blocked).billed_usage(), Some(&usage));
+        // No usageMetadata: nothing is claimed.
+        assert_eq!(err(&json!({"candidates": [{"finishReason": "SAFETY"}]}).to_string()).billed_usage(), None);
+        assert_eq!(err("not json").billed_usage(), None);
     }
 
     #[test]

@@ -57,14 +57,31 @@ pub struct Blob {
     pub data: String,
 }
 
-/// `generationConfig`: only the fields we use.
+/// `generationConfig`: only the fields we use; unset ones are left out (the model's default).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GenerationConfig {
-    pub temperature: f32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
     pub max_output_tokens: u32,
     pub response_mime_type: String,
     pub response_json_schema: serde_json::Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thinking_config: Option<ThinkingConfig>,
+    /// `MEDIA_RESOLUTION_LOW` / `_MEDIUM` / `_HIGH`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub media_resolution: Option<String>,
+}
+
+/// `generationConfig.thinkingConfig`: a budget (Gemini 2.5) or a level (Gemini 3), never both
+/// (the API answers 400). `gemini::models` decides which.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThinkingConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thinking_budget: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thinking_level: Option<String>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -156,6 +173,14 @@ pub struct ModelInfo {
     /// `models/gemini-2.5-flash`.
     #[serde(deserialize_with = "lenient_string")]
     pub name: Option<String>,
+    /// The concrete model an alias stands for, e.g. `gemini-3-flash-preview`.
+    #[serde(deserialize_with = "lenient_string")]
+    pub base_model_id: Option<String>,
+    #[serde(deserialize_with = "lenient_string")]
+    pub version: Option<String>,
+    /// Whether the model thinks; absent on older models.
+    #[serde(deserialize_with = "lenient_opt_bool")]
+    pub thinking: Option<bool>,
 }
 
 /// The error envelope: `{"error": {"code", "message", "status", "details": [...]}}`.
@@ -191,6 +216,13 @@ impl ErrorBody {
     /// `ErrorInfo.reason`, e.g. `API_KEY_INVALID`.
     pub fn reason(&self) -> Option<&str> {
         self.details_of("ErrorInfo").find_map(|d| d.get("reason")?.as_str())
+    }
+
+    /// The violations of every `QuotaFailure` detail (`quotaId`, `quotaValue`, ...).
+    pub fn quota_violations(&self) -> impl Iterator<Item = &serde_json::Value> + '_ {
+        self.details_of("QuotaFailure")
+            .filter_map(|d| d.get("violations")?.as_array())
+            .flat_map(|violations| violations.iter())
     }
 
     /// `RetryInfo.retryDelay` (`"26s"`, `"0.5s"`, or `{"seconds": 26, "nanos": 0}`).
@@ -247,6 +279,15 @@ fn lenient_u32<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
         _ => None,
     };
     Ok(n.filter(|n| n.is_finite() && *n >= 0.0).map(|n| n.min(f64::from(u32::MAX)) as u32).unwrap_or(0))
+}
+
+/// `true`/`false` (or their text); anything else is absent.
+fn lenient_opt_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::Bool(b) => Some(b),
+        serde_json::Value::String(s) => s.trim().parse::<bool>().ok(),
+        _ => None,
+    })
 }
 
 /// `true` or `"true"`; anything else is false.

@@ -6,8 +6,10 @@
 //! Gemini with `SlotPolicy::Wait`, and writes the outcome. Outcomes that concern the whole queue
 //! set a hold *before* the item goes back to `queued`, so the driver never re-claims it first:
 //! - `circuit_open` → held until the breaker's retry time, or until its state lets calls through;
-//! - `gemini_quota` → held for the server's retry delay (or the default);
-//! - `gemini_auth`, `gemini_not_found`, `config`, a catalog failure → stopped until Resume.
+//! - `gemini_quota` → held for the server's retry delay (or the default); a per-day quota →
+//!   held until it resets (the next midnight Pacific time);
+//! - `gemini_auth`, `gemini_not_found`, `gemini_not_available`, `config`, a catalog failure →
+//!   stopped until Resume.
 //!
 //! With [`super::ImportOptions::fail_fast`] (the CLI's `extract`), every failure fails its item
 //! at once instead, as a single call would.
@@ -49,6 +51,8 @@ enum Fault {
     Service,
     Breaker(NotPermitted),
     Quota(Option<Duration>),
+    /// A per-day quota: nothing goes through before it resets (unix ms).
+    DailyQuota(i64),
     /// Nothing will work until someone acts (key, model, settings).
     Stop,
     /// The stack's own limits (rate limiter, bulkhead): a moment's wait.
@@ -63,8 +67,13 @@ fn classify(error: &ExtractError) -> Fault {
         ExtractError::BulkheadFull { .. } | ExtractError::RateLimited { .. } => Fault::Throttled,
         ExtractError::TimedOut(_) => Fault::Service,
         ExtractError::Gemini(e) => match e.code() {
-            ErrorCode::GeminiQuota => Fault::Quota(e.retry_after()),
-            ErrorCode::GeminiAuth | ErrorCode::GeminiNotFound | ErrorCode::Config => Fault::Stop,
+            ErrorCode::GeminiQuota => match e.quota_resets_at() {
+                Some(at) => Fault::DailyQuota(at),
+                None => Fault::Quota(e.retry_after()),
+            },
+            ErrorCode::GeminiAuth | ErrorCode::GeminiNotFound | ErrorCode::GeminiNotAvailable | ErrorCode::Config => {
+                Fault::Stop
+            }
             ErrorCode::GeminiUnavailable | ErrorCode::GeminiApiError | ErrorCode::Timeout | ErrorCode::Network => {
                 Fault::Service
             }
@@ -160,7 +169,9 @@ async fn classified(
                 Fault::Own => (ItemState::Failed, true),
                 // A line per file now, as a single call would give (the CLI's `extract`).
                 Fault::Service if shared.options.fail_fast => (ItemState::Failed, true),
-                Fault::Breaker(_) | Fault::Quota(_) | Fault::Throttled | Fault::Stop if shared.options.fail_fast => {
+                Fault::Breaker(_) | Fault::Quota(_) | Fault::DailyQuota(_) | Fault::Throttled | Fault::Stop
+                    if shared.options.fail_fast =>
+                {
                     (ItemState::Failed, false)
                 }
                 Fault::Service if item.attempts + 1 >= shared.options.max_attempts_per_item => {
@@ -174,6 +185,12 @@ async fn classified(
                 Fault::Quota(delay) => {
                     let wait = delay.unwrap_or(shared.options.default_quota_wait);
                     shared.hold(quota_hold(wait, shared.now(), &error.to_string()));
+                    (ItemState::Queued, false)
+                }
+                Fault::DailyQuota(resets_at) => {
+                    let now = shared.now();
+                    let wait = Duration::from_millis(u64::try_from(resets_at.saturating_sub(now)).unwrap_or(0));
+                    shared.hold(quota_hold(wait, now, &error.to_string()));
                     (ItemState::Queued, false)
                 }
                 Fault::Throttled => {

@@ -79,14 +79,16 @@ pub enum ImportStatus {
         until_unix_ms: Option<i64>,
         message: String,
     },
-    /// Gemini's quota is used up; the queue waits for the server's retry delay, then goes on.
+    /// Gemini's quota is used up; the queue waits for the server's retry delay (a per-day quota:
+    /// until it resets, the next midnight Pacific time), then goes on.
     WaitingQuota {
         #[ts(type = "number")]
         until_unix_ms: i64,
         message: String,
     },
     /// Stopped until someone acts: `gemini_auth` means a key is needed (enter it, then Resume);
-    /// `gemini_not_found` a model; `catalog` a local database failure.
+    /// `gemini_not_found` a model; `gemini_not_available` another project or location; `catalog` a
+    /// local database failure.
     Stopped { code: ErrorCode, message: String },
     /// Nothing left to do: every item is ready, saved, failed or skipped.
     Finished,
