@@ -8,6 +8,7 @@
 //! timeout = "60s"          # the whole call
 //! connect_timeout = "10s"  # TCP + TLS
 //! read_timeout = "45s"     # connected, but no bytes arrive
+//! max_response_bytes = 10000000  # a longer answer is refused unread (response_too_large)
 //!
 //! [image]
 //! max_long_edge = 1536
@@ -96,6 +97,8 @@ pub struct GeminiConfig {
     /// The longest pause between two reads once connected.
     #[serde(with = "humantime_serde")]
     pub read_timeout: Duration,
+    /// The largest answer body read; past it the call fails (`response_too_large`) at once.
+    pub max_response_bytes: u64,
 }
 
 impl Default for GeminiConfig {
@@ -107,6 +110,7 @@ impl Default for GeminiConfig {
             timeout: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(60),
+            max_response_bytes: 10_000_000,
         }
     }
 }
@@ -255,6 +259,9 @@ impl Config {
             if d.is_zero() {
                 return invalid(key, "must be longer than zero");
             }
+        }
+        if self.gemini.max_response_bytes < 1024 {
+            return invalid("gemini.max_response_bytes", "must be at least 1024");
         }
         if !(64..=8192).contains(&self.image.max_long_edge) {
             return invalid("image.max_long_edge", "must be between 64 and 8192");

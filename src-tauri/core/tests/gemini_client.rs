@@ -28,6 +28,7 @@ fn config(base_url: &str) -> GeminiConfig {
         timeout: Duration::from_secs(5),
         connect_timeout: Duration::from_secs(1),
         read_timeout: Duration::from_secs(2),
+        ..GeminiConfig::default()
     }
 }
 

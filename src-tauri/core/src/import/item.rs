@@ -65,9 +65,11 @@ fn classify(error: &ExtractError) -> Fault {
         ExtractError::Gemini(e) => match e.code() {
             ErrorCode::GeminiQuota => Fault::Quota(e.retry_after()),
             ErrorCode::GeminiAuth | ErrorCode::GeminiNotFound | ErrorCode::Config => Fault::Stop,
-            ErrorCode::GeminiUnavailable | ErrorCode::GeminiApiError | ErrorCode::Timeout | ErrorCode::Network => {
-                Fault::Service
-            }
+            ErrorCode::GeminiUnavailable
+            | ErrorCode::GeminiApiError
+            | ErrorCode::Timeout
+            | ErrorCode::Network
+            | ErrorCode::ResponseTooLarge => Fault::Service,
             _ => Fault::Own,
         },
     }
