@@ -12,6 +12,7 @@
 //! max_output_tokens = 8192 # thinking counts against it
 //! # temperature = 0.2      # unset: 0.2, except Gemini 3 keeps its own default
 //! media_resolution = "model_default"  # low | medium | high | model_default
+//! max_response_bytes = 10000000  # a longer answer is refused unread (response_too_large)
 //!
 //! [image]
 //! max_long_edge = 1536
@@ -100,6 +101,8 @@ pub struct GeminiConfig {
     /// The longest pause between two reads once connected.
     #[serde(with = "humantime_serde")]
     pub read_timeout: Duration,
+    /// The largest answer body read; past it the call fails (`response_too_large`) at once.
+    pub max_response_bytes: u64,
     /// How much the model may think (`thinkingConfig`, per model family: `gemini::models`).
     pub thinking: Thinking,
     /// `maxOutputTokens`: the answer and the thinking together.
@@ -153,6 +156,7 @@ impl Default for GeminiConfig {
             max_output_tokens: 8192,
             temperature: None,
             media_resolution: MediaResolution::ModelDefault,
+            max_response_bytes: 10_000_000,
         }
     }
 }
@@ -309,6 +313,9 @@ impl Config {
             if !(0.0..=2.0).contains(&t) {
                 return invalid("gemini.temperature", "must be between 0 and 2");
             }
+        }
+        if self.gemini.max_response_bytes < 1024 {
+            return invalid("gemini.max_response_bytes", "must be at least 1024");
         }
         if !(64..=8192).contains(&self.image.max_long_edge) {
             return invalid("image.max_long_edge", "must be between 64 and 8192");

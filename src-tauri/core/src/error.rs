@@ -39,6 +39,8 @@ pub enum ErrorCode {
     Timeout,
     /// The connection failed (DNS, refused, reset, TLS).
     Network,
+    /// Gemini's answer was longer than `max_response_bytes`; it was not read.
+    ResponseTooLarge,
     /// Gemini blocked the prompt or the answer for safety reasons.
     Blocked,
     /// Gemini answered, but not with product JSON we can read.
@@ -85,6 +87,7 @@ impl ErrorCode {
             Self::GeminiApiError => "gemini_api_error",
             Self::Timeout => "timeout",
             Self::Network => "network",
+            Self::ResponseTooLarge => "response_too_large",
             Self::Blocked => "blocked",
             Self::UnparsableOutput => "unparsable_output",
             Self::OutputTruncated => "output_truncated",
@@ -199,6 +202,7 @@ mod tests {
             ErrorCode::GeminiApiError,
             ErrorCode::Timeout,
             ErrorCode::Network,
+            ErrorCode::ResponseTooLarge,
             ErrorCode::Blocked,
             ErrorCode::UnparsableOutput,
             ErrorCode::OutputTruncated,

@@ -26,7 +26,7 @@ describe("errors", () => {
   it("maps codes to actions", () => {
     expect(adviceFor("gemini_auth").action).toBe("open_settings");
     expect(adviceFor("circuit_open").action).toBe("open_status");
-    for (const code of ["gemini_quota", "gemini_unavailable", "timeout", "network", "bulkhead_full", "rate_limited"] as const) {
+    for (const code of ["gemini_quota", "gemini_unavailable", "timeout", "network", "response_too_large", "bulkhead_full", "rate_limited"] as const) {
       expect(adviceFor(code).action).toBe("retry");
     }
     for (const code of ["invalid_image", "unsupported_format", "image_too_large"] as const) {

@@ -17,6 +17,7 @@ const CODES: ReadonlySet<string> = new Set<ErrorCode>([
   "gemini_api_error",
   "timeout",
   "network",
+  "response_too_large",
   "blocked",
   "unparsable_output",
   "output_truncated",
@@ -126,6 +127,11 @@ const ADVICE: Record<ErrorCode, ErrorAdvice> = {
   network: {
     title: "No connection",
     hint: "Gemini could not be reached. Check the internet connection, then retry.",
+    action: "retry",
+  },
+  response_too_large: {
+    title: "Answer too large",
+    hint: "Gemini's answer was far larger than any product answer, so it was not read. Retry later; a proxy may be interfering.",
     action: "retry",
   },
   blocked: {

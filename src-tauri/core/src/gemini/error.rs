@@ -19,10 +19,20 @@ use super::Usage;
 pub enum TimeoutKind {
     /// Establishing the connection (TCP, TLS) took longer than `connect_timeout`.
     Connect,
-    /// Connected, but no bytes arrived for `read_timeout`.
+    /// Connected, but the headers were not complete within `read_timeout` of the request, or no
+    /// body bytes arrived for `read_timeout`.
     Read,
     /// The whole call took longer than `timeout`.
     Overall,
+}
+
+/// How far the answer had come when a timeout fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerStage {
+    /// No complete status line and headers yet (nothing, or headers trickling in).
+    Headers,
+    /// The headers arrived; the body was still coming (stalled or trickling).
+    Body,
 }
 
 impl TimeoutKind {
@@ -89,9 +99,14 @@ pub enum GeminiError {
     #[error("Gemini answered with an unexpected error (HTTP {}); try again, and report it if it keeps happening.", .source.status)]
     Api { source: ServerDetail, raw: String },
 
-    /// A timeout fired; `kind` says which.
-    #[error("{}", timeout_message(*.kind, *.after))]
-    Timeout { kind: TimeoutKind, after: Duration, source: Detail },
+    /// A timeout fired; `kind` says which, `stage` how far the answer had come.
+    #[error("{}", timeout_message(*.kind, *.stage, *.after))]
+    Timeout { kind: TimeoutKind, stage: AnswerStage, after: Duration, source: Detail },
+
+    /// The answer's body is longer than `max_response_bytes` (declared by its Content-Length, or
+    /// counted while reading): the call ends at once without reading the rest.
+    #[error("Gemini's answer was larger than {} (the limit in [gemini] max_response_bytes), so it was not read — a proxy or the service is misbehaving; try again later.", human_bytes(*.limit))]
+    ResponseTooLarge { limit: u64, status: u16, source: Detail },
 
     /// The connection failed: refused, reset, closed early, DNS, TLS.
     #[error("Could not reach Gemini ({cause}) — check the internet connection and the Gemini address in Settings, then try again.")]
@@ -168,18 +183,42 @@ fn unavailable_message(status: u16) -> String {
     }
 }
 
-fn timeout_message(kind: TimeoutKind, after: Duration) -> String {
+fn timeout_message(kind: TimeoutKind, stage: AnswerStage, after: Duration) -> String {
     let after = human_delay(after);
-    match kind {
-        TimeoutKind::Connect => format!(
+    match (kind, stage) {
+        (TimeoutKind::Connect, _) => format!(
             "Could not connect to Gemini within {after} (connect timeout) — check the internet connection and the Gemini address in Settings."
         ),
-        TimeoutKind::Read => format!(
-            "Gemini stopped sending data for {after} (read timeout); try again, or raise the read timeout in Settings."
+        // reqwest's read timeout runs from the request to the complete headers (it is not reset by
+        // header bytes trickling in), and from one body read to the next.
+        (TimeoutKind::Read, AnswerStage::Headers) => format!(
+            "Gemini's answer did not begin within {after} (read timeout, slow headers: the status and headers had not all arrived); try again, or raise the read timeout in Settings."
         ),
-        TimeoutKind::Overall => format!(
-            "Gemini did not finish answering within {after} (overall timeout); try again, or raise the timeout in Settings."
+        (TimeoutKind::Read, AnswerStage::Body) => format!(
+            "Gemini's answer stalled halfway: no data for {after} (read timeout, the body stopped); try again, or raise the read timeout in Settings."
         ),
+        (TimeoutKind::Overall, AnswerStage::Headers) => format!(
+            "Gemini's answer did not begin within {after} (overall timeout, slow headers: the status and headers had not all arrived); try again, or raise the timeout in Settings."
+        ),
+        (TimeoutKind::Overall, AnswerStage::Body) => format!(
+            "Gemini did not finish answering within {after} (overall timeout, the body was still arriving); try again, or raise the timeout in Settings."
+        ),
+    }
+}
+
+/// `10 MB`, `1.5 MB`, `900 KB`, `512 bytes` (decimal units, as the config's byte counts).
+pub(crate) fn human_bytes(n: u64) -> String {
+    if n >= 1_000_000 {
+        let mb = n as f64 / 1e6;
+        if n.is_multiple_of(1_000_000) {
+            format!("{} MB", n / 1_000_000)
+        } else {
+            format!("{mb:.1} MB")
+        }
+    } else if n >= 1000 {
+        format!("{} KB", n / 1000)
+    } else {
+        format!("{n} bytes")
     }
 }
 
@@ -222,7 +261,11 @@ impl GeminiError {
             | Self::OutputTruncated { raw, .. }
             | Self::Stopped { raw, .. }
             | Self::UnparsableOutput { raw, .. } => Some(raw),
-            Self::MissingKey | Self::Timeout { .. } | Self::Network { .. } | Self::InvalidConfig { .. } => None,
+            Self::MissingKey
+            | Self::Timeout { .. }
+            | Self::Network { .. }
+            | Self::ResponseTooLarge { .. }
+            | Self::InvalidConfig { .. } => None,
         }
     }
 
@@ -269,6 +312,7 @@ impl GeminiError {
             | Self::OutputTruncated { .. }
             | Self::Stopped { .. }
             | Self::UnparsableOutput { .. } => Some(200),
+            Self::ResponseTooLarge { status, .. } => Some(*status),
             Self::MissingKey | Self::Timeout { .. } | Self::Network { .. } | Self::InvalidConfig { .. } => None,
         }
     }
@@ -292,6 +336,7 @@ impl GeminiError {
             Self::Auth { .. }
             | Self::NotFound { .. }
             | Self::Api { .. }
+            | Self::ResponseTooLarge { .. }
             | Self::NotAvailable { .. }
             | Self::Quota { resets_at: Some(_), .. } => Verdict::Failure { retry: false, min_delay: None },
             Self::Quota { .. } | Self::Unavailable { .. } | Self::Timeout { .. } | Self::Network { .. } => {
@@ -320,6 +365,7 @@ impl Coded for GeminiError {
             Self::Api { .. } => ErrorCode::GeminiApiError,
             Self::Timeout { .. } => ErrorCode::Timeout,
             Self::Network { .. } => ErrorCode::Network,
+            Self::ResponseTooLarge { .. } => ErrorCode::ResponseTooLarge,
             Self::Blocked { .. } => ErrorCode::Blocked,
             Self::OutputTruncated { .. } => ErrorCode::OutputTruncated,
             Self::Stopped { .. } | Self::UnparsableOutput { .. } => ErrorCode::UnparsableOutput,

@@ -6,7 +6,11 @@
 //! - The image goes inline (`inlineData`, base64); `generationConfig.responseMimeType` is
 //!   `application/json` with `responseJsonSchema` = [`product::response_json_schema`].
 //! - Three timeouts: `connect_timeout` and `read_timeout` on the reqwest client, and `timeout`
-//!   around the whole call including reading the body. [`GeminiError::Timeout`] says which fired.
+//!   around the whole call including reading the body. [`GeminiError::Timeout`] says which fired
+//!   and whether the headers or the body were late ([`AnswerStage`]).
+//! - The body is read as a stream with a running count: past `max_response_bytes` (or with a
+//!   Content-Length over it) the call ends at once with [`GeminiError::ResponseTooLarge`], so an
+//!   endless or huge answer never grows memory.
 //! - Parsing ([`parse`]) accepts every shape the API is known to produce; see its docs.
 //! - `generationConfig` follows `[gemini]` (thinking, max output tokens, temperature, media
 //!   resolution) as the model's family allows ([`models`]). An alias such as
@@ -20,6 +24,7 @@ pub mod models;
 mod parse;
 pub mod wire;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -31,7 +36,7 @@ use ts_rs::TS;
 use crate::config::{ApiKey, GeminiConfig, MediaResolution, Thinking};
 use crate::product::{self, Product};
 
-pub use error::{next_pacific_midnight, Detail, GeminiError, ServerDetail, TimeoutKind};
+pub use error::{next_pacific_midnight, AnswerStage, Detail, GeminiError, ServerDetail, TimeoutKind};
 pub use models::Family;
 
 /// The header that carries the key.
@@ -107,6 +112,7 @@ struct Inner {
     timeout: Duration,
     connect_timeout: Duration,
     read_timeout: Duration,
+    max_response_bytes: u64,
     schema: serde_json::Value,
     thinking: Thinking,
     max_output_tokens: u32,
@@ -125,6 +131,22 @@ impl std::fmt::Debug for GeminiClient {
             .field("api_key", &self.inner.api_key)
             .field("timeout", &self.inner.timeout)
             .finish_non_exhaustive()
+    }
+}
+
+/// How far the current call's answer has come, so a timeout can say what was late.
+#[derive(Default)]
+struct Progress {
+    headers_arrived: AtomicBool,
+}
+
+impl Progress {
+    fn stage(&self) -> AnswerStage {
+        if self.headers_arrived.load(Ordering::Relaxed) {
+            AnswerStage::Body
+        } else {
+            AnswerStage::Headers
+        }
     }
 }
 
@@ -182,6 +204,7 @@ impl GeminiClient {
                 timeout: cfg.timeout,
                 connect_timeout: cfg.connect_timeout,
                 read_timeout: cfg.read_timeout,
+                max_response_bytes: cfg.max_response_bytes,
                 schema: product::response_json_schema(),
                 thinking: cfg.thinking,
                 max_output_tokens: cfg.max_output_tokens,
@@ -297,7 +320,9 @@ impl GeminiClient {
         let family = self.model_family().await;
         let body = self.request_body_for(family, mime_type, image);
         let started = Instant::now();
-        let answer = self.with_overall_timeout(self.call(self.http.post(&url).json(&body), key)).await?;
+        let progress = Progress::default();
+        let answer =
+            self.with_overall_timeout(&progress, self.call(self.http.post(&url).json(&body), key, &progress)).await?;
         let latency = started.elapsed();
         tracing::debug!(model = %self.inner.model, status = answer.status, ?latency, "gemini generateContent");
         if !(200..300).contains(&answer.status) {
@@ -324,7 +349,8 @@ impl GeminiClient {
     pub async fn list_models(&self) -> Result<Vec<String>, GeminiError> {
         let key = self.inner.api_key.as_ref().ok_or(GeminiError::MissingKey)?;
         let url = format!("{}/v1beta/models", self.inner.base_url);
-        self.with_overall_timeout(async {
+        let progress = Progress::default();
+        self.with_overall_timeout(&progress, async {
             let mut models = Vec::new();
             let mut page_token: Option<String> = None;
             for _ in 0..20 {
@@ -332,7 +358,8 @@ impl GeminiClient {
                 if let Some(token) = page_token.take() {
                     query.push(("pageToken", token));
                 }
-                let answer = self.call(self.http.get(&url).query(&query), key).await?;
+                progress.headers_arrived.store(false, Ordering::Relaxed);
+                let answer = self.call(self.http.get(&url).query(&query), key, &progress).await?;
                 if !(200..300).contains(&answer.status) {
                     return Err(error::from_status(
                         answer.status,
@@ -367,26 +394,37 @@ impl GeminiClient {
 
     async fn with_overall_timeout<T>(
         &self,
+        progress: &Progress,
         fut: impl std::future::Future<Output = Result<T, GeminiError>>,
     ) -> Result<T, GeminiError> {
         let limit = self.inner.timeout;
         tokio::time::timeout(limit, fut).await.unwrap_or_else(|_| {
             Err(GeminiError::Timeout {
                 kind: TimeoutKind::Overall,
+                stage: progress.stage(),
                 after: limit,
                 source: Detail(format!("no complete answer within the overall timeout of {limit:?}")),
             })
         })
     }
 
-    /// Sends with the key header and reads the whole body.
-    async fn call(&self, request: reqwest::RequestBuilder, key: &ApiKey) -> Result<RawAnswer, GeminiError> {
+    /// Sends with the key header and reads the whole body, at most `max_response_bytes` of it.
+    async fn call(
+        &self,
+        request: reqwest::RequestBuilder,
+        key: &ApiKey,
+        progress: &Progress,
+    ) -> Result<RawAnswer, GeminiError> {
         let mut key_value = HeaderValue::from_str(key.expose()).map_err(|_| GeminiError::InvalidConfig {
             message: "the API key contains characters that cannot be sent; paste it again".into(),
         })?;
         key_value.set_sensitive(true);
-        let response =
-            request.header(API_KEY_HEADER, key_value).send().await.map_err(|e| self.transport_error(e, key))?;
+        let mut response = request
+            .header(API_KEY_HEADER, key_value)
+            .send()
+            .await
+            .map_err(|e| self.transport_error(e, key, AnswerStage::Headers))?;
+        progress.headers_arrived.store(true, Ordering::Relaxed);
         let status = response.status().as_u16();
         let retry_after = response
             .headers()
@@ -394,13 +432,26 @@ impl GeminiClient {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(Duration::from_secs);
-        let bytes = response.bytes().await.map_err(|e| self.transport_error(e, key))?;
+        // Returning early drops `response`, which closes the connection unread.
+        let limit = self.inner.max_response_bytes;
+        let too_large = |detail: String| GeminiError::ResponseTooLarge { limit, status, source: Detail(detail) };
+        let declared = response.content_length();
+        if let Some(length) = declared.filter(|&length| length > limit) {
+            return Err(too_large(format!("HTTP {status} declared a body of {length} bytes (Content-Length)")));
+        }
+        let mut bytes = Vec::with_capacity(declared.unwrap_or(0).min(limit) as usize);
+        while let Some(chunk) = response.chunk().await.map_err(|e| self.transport_error(e, key, AnswerStage::Body))? {
+            if (bytes.len() + chunk.len()) as u64 > limit {
+                return Err(too_large(format!("HTTP {status}: more than {limit} bytes of body arrived")));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
         let body = scrub(&String::from_utf8_lossy(&bytes), key);
         Ok(RawAnswer { status, retry_after, body })
     }
 
     /// Maps a reqwest failure to a timeout (which one) or a network error (what happened).
-    fn transport_error(&self, e: reqwest::Error, key: &ApiKey) -> GeminiError {
+    fn transport_error(&self, e: reqwest::Error, key: &ApiKey, stage: AnswerStage) -> GeminiError {
         let chain = scrub(&error_chain(&e), key);
         if e.is_timeout() {
             let (kind, after) = if e.is_connect() {
@@ -408,7 +459,7 @@ impl GeminiClient {
             } else {
                 (TimeoutKind::Read, self.inner.read_timeout)
             };
-            return GeminiError::Timeout { kind, after, source: Detail(chain) };
+            return GeminiError::Timeout { kind, stage, after, source: Detail(chain) };
         }
         GeminiError::Network { cause: network_cause(&e, &chain), source: Detail(chain) }
     }

@@ -74,7 +74,7 @@ fn classify(error: &ExtractError) -> Fault {
             ErrorCode::GeminiAuth | ErrorCode::GeminiNotFound | ErrorCode::GeminiNotAvailable | ErrorCode::Config => {
                 Fault::Stop
             }
-            ErrorCode::GeminiUnavailable | ErrorCode::GeminiApiError | ErrorCode::Timeout | ErrorCode::Network => {
+            ErrorCode::GeminiUnavailable | ErrorCode::GeminiApiError | ErrorCode::Timeout | ErrorCode::Network | ErrorCode::ResponseTooLarge => {
                 Fault::Service
             }
             _ => Fault::Own,
