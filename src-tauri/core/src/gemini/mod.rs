@@ -27,6 +27,7 @@ use crate::config::{ApiKey, GeminiConfig};
 use crate::product::{self, Product};
 
 pub use error::{Detail, GeminiError, ServerDetail, TimeoutKind};
+pub use parse::response_model_version;
 
 /// The header that carries the key.
 pub const API_KEY_HEADER: &str = "x-goog-api-key";
@@ -71,6 +72,20 @@ pub struct Usage {
     pub thoughts_tokens: u32,
     /// `totalTokenCount` (or the sum when Gemini leaves it out).
     pub total_tokens: u32,
+    /// `cachedContentTokenCount`: the part of `prompt_tokens` served from the cache, billed at the
+    /// cached-input price.
+    pub cached_tokens: u32,
+}
+
+impl Usage {
+    /// What the call is billed for (see `pricing`).
+    pub fn billed(&self) -> crate::pricing::BilledTokens {
+        crate::pricing::BilledTokens {
+            input: u64::from(self.prompt_tokens),
+            cached_input: u64::from(self.cached_tokens),
+            output: u64::from(self.output_tokens),
+        }
+    }
 }
 
 /// A successful extraction.
@@ -173,6 +188,12 @@ impl GeminiClient {
                 schema: product::response_json_schema(),
             }),
         })
+    }
+
+    /// The characters of text a call sends besides the photo (instructions, prompt, schema), for
+    /// an estimate of its tokens before it is made.
+    pub fn prompt_text_chars(&self) -> usize {
+        SYSTEM_INSTRUCTION.len() + USER_PROMPT.len() + self.inner.schema.to_string().len()
     }
 
     /// The model id requests go to.
