@@ -501,7 +501,7 @@ fn the_cost_meter_reports_spend_and_sets_the_budget() {
     let detail = invoke(&webview, "import_item", json!({"id": item})).unwrap();
     let cost = detail["attempt"]["cost_usd"].as_f64().unwrap();
     assert!(cost > 0.0, "{detail}");
-    let photo = invoke(&webview, "photo_cost", json!({"photo_id": detail["row"]["photo_id"]})).unwrap();
+    let photo = invoke(&webview, "photo_cost", json!({"photoId": detail["row"]["photo_id"]})).unwrap();
     assert_eq!((&photo["calls"], photo["usd"].as_f64().unwrap()), (&json!(1), cost));
     let report = invoke(&webview, "usage_report", json!({})).unwrap();
     assert_eq!(report["days"][0]["day"], report["today"]);
