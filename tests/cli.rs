@@ -257,6 +257,51 @@ fn photos(dir: &Path, n: u64, seed: u64) -> Vec<PathBuf> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn extract_json_carries_the_cost_and_usage_sums_it_per_day_and_model() {
+    let fake = FakeGemini::start(FakeOptions::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let env = [
+        ("GEMINI_API_KEY", "test-key"),
+        ("GEMINI_BASE_URL", &fake.base_url() as &str),
+        ("GEMINI_MODEL", "gemini-2.5-flash-lite"),
+    ];
+    let files = photos(&dir.path().join("shoot"), 2, 40);
+    let args: Vec<&str> = ["extract", "--json"].into_iter().chain(files.iter().map(|f| f.to_str().unwrap())).collect();
+    let out = cli(&dir.path().join("data"), &env, &args).await;
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let lines = json_lines(&out);
+    let costs: Vec<f64> = lines[..2].iter().map(|l| l["usage"]["cost_usd"].as_f64().unwrap()).collect();
+    let input: u64 = lines[..2].iter().map(|l| l["usage"]["prompt_tokens"].as_u64().unwrap()).sum();
+    let output: u64 = lines[..2].iter().map(|l| l["usage"]["output_tokens"].as_u64().unwrap()).sum();
+    // $0.10 per million in, $0.40 per million out (the list price), nothing cached.
+    let expected = (input as f64 * 0.10 + output as f64 * 0.40) / 1e6;
+    let cost = &lines[2]["summary"]["cost"];
+    assert_eq!((cost["input_tokens"].as_u64(), cost["output_tokens"].as_u64()), (Some(input), Some(output)));
+    let usd = cost["usd"].as_f64().unwrap();
+    assert!(
+        (usd - expected).abs() < 1e-9 && (usd - costs.iter().sum::<f64>()).abs() < 1e-9,
+        "{usd} {expected} {costs:?}"
+    );
+
+    let out = cli(&dir.path().join("data"), &[], &["usage", "--json"]).await;
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!((&lines[0]["model"], &lines[0]["calls"]), (&Value::from("gemini-2.5-flash-lite"), &Value::from(2)));
+    assert!(lines[0]["day"].as_str().is_some_and(|d| d.len() == 10));
+    assert!((lines[0]["usd"].as_f64().unwrap() - usd).abs() < 1e-9);
+    assert!((lines[1]["summary"]["cost"]["usd"].as_f64().unwrap() - usd).abs() < 1e-9);
+
+    let out = cli(&dir.path().join("data"), &[], &["usage"]).await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().any(|l| l.contains("gemini-2.5-flash-lite") && l.contains("$0.000")), "{text}");
+    let out = cli(&dir.path().join("data"), &[], &["usage", "--since", "3 December"]).await;
+    assert_eq!(out.status.code(), Some(2));
+    let out = cli(&dir.path().join("data"), &[], &["usage", "--json", "--since", "2999-01-01"]).await;
+    assert_eq!(json_lines(&out).len(), 1, "nothing that late: only the summary");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn import_prints_a_line_per_item_and_a_summary_and_a_second_run_resumes() {
     let fake = FakeGemini::start(FakeOptions::default()).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -276,8 +321,15 @@ async fn import_prints_a_line_per_item_and_a_summary_and_a_second_run_resumes() 
         [4, 0, 0, 2, 1]
     );
     assert_eq!(summary["breaker"]["state"], "CLOSED");
+    // The default model is an alias the fake answers as itself: tokens, but no made-up price.
+    assert_eq!(
+        (&summary["cost"]["usd"], &summary["cost"]["unpriced_calls"]),
+        (&serde_json::json!(0.0), &serde_json::json!(4))
+    );
+    assert!(summary["cost"]["input_tokens"].as_u64().unwrap() > 4 * 258);
     let ready: Vec<&Value> = lines.iter().filter(|l| l["state"] == "ready").collect();
     assert_eq!(ready.len(), 4);
+    assert!(ready.iter().all(|l| l["usage"]["cost_usd"].is_null()), "{ready:?}");
     for line in &ready {
         assert_eq!(line["ok"], true);
         // The folder is read in name order: copy-of-first.jpg comes before sub/photo-00.jpg, which is

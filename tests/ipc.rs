@@ -471,3 +471,52 @@ fn a_pending_review_survives_a_restart() {
     invoke(&webview, "import_discard_item", json!({ "id": item })).unwrap();
     assert_eq!(invoke(&webview, "extract_pending", json!({})).unwrap(), json!([]));
 }
+
+#[test]
+fn the_cost_meter_reports_spend_and_sets_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = tauri::async_runtime::block_on(FakeGemini::start(FakeOptions::default())).unwrap();
+    let base_url = fake.base_url();
+    let env = [
+        ("GEMINI_API_KEY", "test-key"),
+        ("GEMINI_BASE_URL", &base_url as &str),
+        ("GEMINI_MODEL", "gemini-2.5-flash-lite"),
+    ];
+    let (_app, webview) = app(dir.path(), env_of(&env));
+    let report = invoke(&webview, "usage_report", json!({})).unwrap();
+    assert_eq!(
+        (&report["days"], &report["spent_today"]["calls"], &report["daily_budget_usd"]),
+        (&json!([]), &json!(0), &Value::Null)
+    );
+    let lite = report["prices"].as_array().unwrap().iter().find(|r| r["model"] == "gemini-2.5-flash-lite").unwrap();
+    assert_eq!((&lite["price"]["input_per_million"], &lite["user"]), (&json!(0.1), &json!(false)));
+
+    // Before any call: the image-token rule for a prepared photo.
+    let estimate = invoke(&webview, "estimate_photos", json!({"photos": 1000})).unwrap();
+    assert_eq!(estimate["per_photo"]["measured_calls"], 0);
+    assert!(estimate["per_photo"]["tokens"]["input"].as_u64().unwrap() > 4 * 258, "{estimate}");
+    assert!(estimate["usd"].as_f64().unwrap() > 0.1, "{estimate}");
+
+    let item = extract_ready(&webview, json!([fixture()]));
+    let detail = invoke(&webview, "import_item", json!({"id": item})).unwrap();
+    let cost = detail["attempt"]["cost_usd"].as_f64().unwrap();
+    assert!(cost > 0.0, "{detail}");
+    let photo = invoke(&webview, "photo_cost", json!({"photoId": detail["row"]["photo_id"]})).unwrap();
+    assert_eq!((&photo["calls"], photo["usd"].as_f64().unwrap()), (&json!(1), cost));
+    let report = invoke(&webview, "usage_report", json!({})).unwrap();
+    assert_eq!(report["days"][0]["day"], report["today"]);
+    assert_eq!(report["days"][0]["model"], "gemini-2.5-flash-lite");
+    assert_eq!(report["spent_today"]["usd"].as_f64().unwrap(), cost);
+    let estimate = invoke(&webview, "estimate_photos", json!({"photos": 2})).unwrap();
+    assert_eq!(estimate["per_photo"]["measured_calls"], 1, "now from the catalog's own call");
+
+    let report = invoke(&webview, "set_daily_budget", json!({"usd": 2.5})).unwrap();
+    assert_eq!(report["daily_budget_usd"], 2.5);
+    let file = std::fs::read_to_string(dir.path().join("config.toml")).unwrap();
+    assert!(file.contains("[pricing]") && file.contains("daily_budget_usd = 2.5"), "{file}");
+    let err = invoke(&webview, "set_daily_budget", json!({"usd": -1})).unwrap_err();
+    assert_eq!(err["code"], "config");
+    assert!(err["message"].as_str().unwrap().contains("pricing.daily_budget_usd"), "{err}");
+    let report = invoke(&webview, "set_daily_budget", json!({"usd": null})).unwrap();
+    assert_eq!(report["daily_budget_usd"], Value::Null);
+}

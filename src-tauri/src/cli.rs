@@ -5,16 +5,18 @@
 
 mod import;
 mod products;
+mod usage;
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use pe_core::catalog::{ExportFormat, ProductSummary};
+use pe_core::catalog::{CostTotal, ExportFormat, ProductSummary};
 use pe_core::import::{
     ClaimScope, EnqueueOptions, ImportItemDetail, ImportOptions, ImportQueue, ItemState, SkipReason,
 };
+use pe_core::pricing::Usd;
 use pe_core::product::{FieldFlag, Product};
 use pe_core::{ErrorCode, ErrorReport};
 use serde_json::json;
@@ -60,6 +62,8 @@ pub enum Command {
     Products(ProductsCommand),
     /// Import photos and folders through the resumable import queue; `import status` shows it.
     Import(import::ImportArgs),
+    /// Tokens and cost of the Gemini calls, per day and model.
+    Usage(usage::UsageArgs),
     /// The Gemini circuit breaker's state and metrics, in Spring Boot actuator's shape.
     Breaker {
         /// JSON (`{"circuitBreakers":{"gemini":{…}}}`) instead of text.
@@ -206,6 +210,7 @@ pub fn run(global: &Global, command: Command) -> i32 {
             Command::Products(ProductsCommand::Backup { file, json }) => products::backup(&state, &file, json).await,
             Command::Products(ProductsCommand::Restore { file, json }) => products::restore(&state, &file, json).await,
             Command::Import(args) => import::run(&state, args).await,
+            Command::Usage(args) => usage::run(&state, args).await,
             Command::Breaker { json } => breaker(&state, json),
         }
     })
@@ -255,6 +260,7 @@ async fn extract(state: &AppState, args: ExtractArgs) -> i32 {
         }
     };
     let (mut ok, mut failed) = (0usize, 0usize);
+    let mut cost = CostTotal::default();
     let mut stdout = std::io::stdout().lock();
     for file in &enqueued.files {
         let detail = tokio::select! {
@@ -275,6 +281,11 @@ async fn extract(state: &AppState, args: ExtractArgs) -> i32 {
         } else {
             failed += 1;
         }
+        if let Ok((answer, _)) = &outcome {
+            if answer.billed_now {
+                cost.add(Some(answer.usage.billed()), answer.cost);
+            }
+        }
         let shown = given.get(Path::new(&file.path)).map_or_else(|| PathBuf::from(&file.path), Clone::clone);
         let line = if args.json { json_line(&shown, &outcome, billed) } else { text_line(&shown, &outcome) };
         if writeln!(stdout, "{line}").and_then(|()| stdout.flush()).is_err() {
@@ -284,9 +295,15 @@ async fn extract(state: &AppState, args: ExtractArgs) -> i32 {
     queue.shutdown().await;
     let breaker = pipeline.stack().breaker().actuator_json();
     let summary = if args.json {
-        json!({"summary": {"files": ok + failed, "ok": ok, "failed": failed, "breaker": breaker}}).to_string()
+        let cost = cost_json(&cost);
+        json!({"summary": {"files": ok + failed, "ok": ok, "failed": failed, "cost": cost, "breaker": breaker}})
+            .to_string()
     } else {
-        format!("{ok} ok, {failed} failed; Gemini circuit breaker {}", breaker["state"].as_str().unwrap_or("?"))
+        format!(
+            "{ok} ok, {failed} failed; {}; Gemini circuit breaker {}",
+            cost_text(&cost),
+            breaker["state"].as_str().unwrap_or("?")
+        )
     };
     if writeln!(stdout, "{summary}").is_err() {
         return EXIT_FAILED;
@@ -312,6 +329,9 @@ async fn outcome_of(queue: &ImportQueue, state: &AppState, detail: ImportItemDet
                 flags: detail.flags,
                 product,
                 usage: attempt.usage.unwrap_or_default(),
+                cost: attempt.cost_usd,
+                // A ready item from an earlier run was billed then, not now.
+                billed_now: row.state == ItemState::Ready || save,
                 model: attempt.model,
                 latency_ms: attempt.latency_ms,
                 photo_id: row.photo_id.unwrap_or_default(),
@@ -349,11 +369,14 @@ async fn stored_answer(state: &AppState, product_id: i64) -> Result<Answer, Erro
         output_tokens: a.output_tokens.unwrap_or_default(),
         thoughts_tokens: a.thoughts_tokens.unwrap_or_default(),
         total_tokens: a.total_tokens.unwrap_or_default(),
+        cached_tokens: a.cached_tokens.unwrap_or_default(),
     });
     Ok(Answer {
         flags: product.validate(),
         product,
         usage: usage.unwrap_or_default(),
+        cost: attempt.as_ref().and_then(|a| a.cost_usd),
+        billed_now: false,
         model: attempt.as_ref().map(|a| a.model.clone()).unwrap_or_default(),
         latency_ms: attempt.as_ref().map_or(0, |a| a.latency_ms),
         photo_id: record.photo_id,
@@ -398,10 +421,42 @@ struct Answer {
     product: Product,
     flags: Vec<FieldFlag>,
     usage: pe_core::gemini::Usage,
+    /// What the attempt cost; `None`: price unknown.
+    cost: Option<Usd>,
+    /// Gemini was called for it in this run (not a stored answer).
+    billed_now: bool,
     model: String,
     latency_ms: u64,
     photo_id: i64,
     attempt_id: i64,
+}
+
+/// A line's `"usage"`: Gemini's counts with `"cost_usd"` (null when the model has no price).
+pub(crate) fn usage_json(usage: &pe_core::gemini::Usage, cost: Option<Usd>) -> serde_json::Value {
+    let mut value = json!(usage);
+    value["cost_usd"] = json!(cost);
+    value
+}
+
+/// A summary's `"cost"`: what this run's calls were billed for (`usd` leaves out the calls whose
+/// model has no price, counted in `unpriced_calls`).
+pub(crate) fn cost_json(cost: &CostTotal) -> serde_json::Value {
+    json!({
+        "input_tokens": cost.input_tokens,
+        "cached_tokens": cost.cached_tokens,
+        "output_tokens": cost.output_tokens,
+        "usd": cost.usd,
+        "unpriced_calls": cost.unpriced_calls,
+    })
+}
+
+/// `1,234 in / 56 out tokens, $0.0012` (with the calls whose price is unknown).
+pub(crate) fn cost_text(cost: &CostTotal) -> String {
+    let unknown = match cost.unpriced_calls {
+        0 => String::new(),
+        n => format!(" (+{n} calls at an unknown price)"),
+    };
+    format!("{} in / {} out tokens, {}{unknown}", cost.input_tokens, cost.output_tokens, cost.usd)
 }
 
 type Outcome = Result<(Answer, Option<i64>), ErrorReport>;
@@ -416,7 +471,7 @@ fn json_line(file: &std::path::Path, outcome: &Outcome, billed: Option<pe_core::
                 "ok": true,
                 "product": e.product,
                 "flags": e.flags,
-                "usage": e.usage,
+                "usage": usage_json(&e.usage, e.cost),
                 "model": e.model,
                 "latency_ms": e.latency_ms,
                 "photo_id": e.photo_id,

@@ -271,7 +271,8 @@ impl Live {
         }
         effective.validate()?;
         let client = GeminiClient::new(&effective.gemini)?;
-        let pipeline = Pipeline::new(client, stack.clone(), catalog.clone(), effective.image.clone(), clock.clone());
+        let pipeline = Pipeline::new(client, stack.clone(), catalog.clone(), effective.image.clone(), clock.clone())
+            .with_pricing(effective.pricing.clone());
         Ok(Self { file_config, effective, key_source, pipeline, demo })
     }
 

@@ -20,6 +20,9 @@
 //! max_file_bytes = 20000000
 //! max_pixels = 50000000
 //!
+//! [pricing]                # see `pricing`: the daily budget, prices per model
+//! daily_budget_usd = 5.0
+//!
 //! [circuit_breaker]        # and [bulkhead], [time_limiter], [retry], [rate_limiter]:
 //! wait_duration_in_open_state = "15s"   # the resilience stack's sections, see `resilience`
 //! ```
@@ -33,6 +36,7 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use crate::error::{Coded, ErrorCode};
+use crate::pricing::PricingConfig;
 use crate::resilience::{
     BulkheadConfig, CircuitBreakerConfig, InvalidSetting, RateLimiterConfig, ResilienceConfig, RetryConfig,
     TimeLimiterConfig,
@@ -50,6 +54,8 @@ pub struct Config {
     pub image: ImageConfig,
     /// The resilience stack around every Gemini call (see `resilience`), as the stack takes it.
     pub resilience: ResilienceConfig,
+    /// Prices per model and the daily budget (`[pricing]`).
+    pub pricing: PricingConfig,
 }
 
 /// The file's layout: every section top-level, unknown keys refused by name. (With the resilience
@@ -66,21 +72,22 @@ struct ConfigFile {
     time_limiter: TimeLimiterConfig,
     retry: RetryConfig,
     rate_limiter: RateLimiterConfig,
+    pricing: PricingConfig,
 }
 
 impl From<ConfigFile> for Config {
     fn from(file: ConfigFile) -> Self {
-        let ConfigFile { gemini, image, circuit_breaker, bulkhead, time_limiter, retry, rate_limiter } = file;
+        let ConfigFile { gemini, image, circuit_breaker, bulkhead, time_limiter, retry, rate_limiter, pricing } = file;
         let resilience = ResilienceConfig { circuit_breaker, bulkhead, time_limiter, retry, rate_limiter };
-        Self { gemini, image, resilience }
+        Self { gemini, image, resilience, pricing }
     }
 }
 
 impl From<Config> for ConfigFile {
     fn from(config: Config) -> Self {
-        let Config { gemini, image, resilience } = config;
+        let Config { gemini, image, resilience, pricing } = config;
         let ResilienceConfig { circuit_breaker, bulkhead, time_limiter, retry, rate_limiter } = resilience;
-        Self { gemini, image, circuit_breaker, bulkhead, time_limiter, retry, rate_limiter }
+        Self { gemini, image, circuit_breaker, bulkhead, time_limiter, retry, rate_limiter, pricing }
     }
 }
 
@@ -329,6 +336,7 @@ impl Config {
         if self.image.max_pixels == 0 {
             return invalid("image.max_pixels", "must be more than zero");
         }
+        self.pricing.validate().map_err(|(key, message)| ConfigError::Invalid { key, message })?;
         Ok(())
     }
 

@@ -69,6 +69,8 @@ pub enum ErrorCode {
     Conflict,
     /// Reading or writing a local file failed.
     Io,
+    /// The next Gemini call would pass today's budget (`pricing.daily_budget_usd`).
+    BudgetSpent,
 }
 
 impl ErrorCode {
@@ -101,6 +103,7 @@ impl ErrorCode {
             Self::RevisionConflict => "revision_conflict",
             Self::Conflict => "conflict",
             Self::Io => "io",
+            Self::BudgetSpent => "budget_spent",
         }
     }
 }

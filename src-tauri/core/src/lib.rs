@@ -14,6 +14,7 @@
 //! - [`import`] is the bulk-import queue: the pipeline's steps for many photos at once, in SQLite,
 //!   resumable after a crash, as fast as the bulkhead allows, pausing while the breaker is open.
 //! - [`resilience`] is the circuit breaker for calls to Gemini, with Resilience4j's semantics.
+//! - [`pricing`] is what a call costs: the price table, the one cost rule, the daily budget.
 //! - [`config`] and [`error`] are shared by all of them; [`memory`] is the allocator setting the
 //!   app applies at startup so that a long import's memory stays flat.
 //!
@@ -28,6 +29,7 @@ pub mod import;
 pub mod intake;
 pub mod memory;
 pub mod pipeline;
+pub mod pricing;
 pub mod product;
 pub mod resilience;
 

@@ -16,14 +16,19 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use crate::catalog::CostTotal;
 use crate::catalog::{
     local_user, AttemptId, AttemptOutcome, AttemptUsage, Catalog, CatalogError, NewAttempt, NewPhoto, PhotoId,
     ProductRecord, SaveProduct,
 };
 use crate::config::ImageConfig;
 use crate::error::{Coded, ErrorCode, ErrorData};
-use crate::gemini::{GeminiClient, GeminiError, GeminiExtraction, Usage};
+use crate::gemini::{self, GeminiClient, GeminiError, GeminiExtraction, Usage};
 use crate::intake::{self, IntakeError, PreparedImage};
+use crate::pricing::{self, BilledTokens, PricingConfig, Usd};
 use crate::product::{FieldFlag, FlagKind, Product};
 use crate::resilience::{NotPermitted, ResilienceStack, SlotPolicy, StackError};
 
@@ -142,6 +147,8 @@ pub struct Pipeline {
     catalog: Catalog,
     image: ImageConfig,
     clock: UnixClock,
+    /// The price table every attempt is priced with, and the daily budget.
+    pricing: Arc<PricingConfig>,
 }
 
 impl Pipeline {
@@ -152,7 +159,17 @@ impl Pipeline {
         image: ImageConfig,
         clock: UnixClock,
     ) -> Self {
-        Self { gemini, stack, catalog, image, clock }
+        Self { gemini, stack, catalog, image, clock, pricing: Arc::new(PricingConfig::default()) }
+    }
+
+    /// The pipeline with this price table (the list prices and no budget by default).
+    pub fn with_pricing(mut self, pricing: PricingConfig) -> Self {
+        self.pricing = Arc::new(pricing);
+        self
+    }
+
+    pub fn pricing(&self) -> &PricingConfig {
+        &self.pricing
     }
 
     pub fn stack(&self) -> &ResilienceStack {
@@ -220,7 +237,41 @@ impl Pipeline {
             started_at,
             elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
             result,
+            pricing: self.pricing.clone(),
+            batch: false,
         }
+    }
+
+    /// What the next call is expected to cost: the average of this model's recent calls in this
+    /// catalog, else the image-token rule for a prepared photo of `size` (by default one of the
+    /// configured long edge, 4:3). `usd` is `None` when the model has no price.
+    pub async fn estimate_call(&self, size: Option<(u32, u32)>) -> Result<CallEstimate, CatalogError> {
+        let model = self.gemini.model();
+        let (tokens, version, measured_calls) = match self.catalog.measured_call(model).await? {
+            Some(m) => (m.tokens, m.model_version, m.calls),
+            None => {
+                let (w, h) = size.unwrap_or_else(|| pricing::prepared_size(self.image.max_long_edge));
+                (pricing::estimated_tokens(w, h, self.gemini.prompt_text_chars()), None, 0)
+            }
+        };
+        let usd = self.pricing.cost(model, version.as_deref(), tokens, false);
+        Ok(CallEstimate { tokens: tokens.into(), usd, measured_calls })
+    }
+
+    /// What `photos` more photos are expected to cost (see [`Pipeline::estimate_call`]).
+    pub async fn estimate_photos(&self, photos: u32) -> Result<PhotosEstimate, CatalogError> {
+        let per_photo = self.estimate_call(None).await?;
+        let n = u64::from(photos);
+        let t = per_photo.tokens;
+        let tokens = TokenCounts { input: t.input * n, cached_input: t.cached_input * n, output: t.output * n };
+        let usd = per_photo.usd.map(|u| Usd::from_nanos(u.nanos().saturating_mul(i64::from(photos))));
+        Ok(PhotosEstimate { photos, per_photo, tokens, usd })
+    }
+
+    /// Tokens and cost of today's calls (the local day of the pipeline's clock).
+    pub async fn spent_today(&self) -> Result<CostTotal, CatalogError> {
+        let day = pricing::local_day((self.clock)());
+        self.catalog.spent_between(day.start, day.end).await
     }
 
     /// Saves what the reviewer approved. Refused, with the flags, while any field is invalid.
@@ -245,6 +296,46 @@ impl Pipeline {
     }
 }
 
+/// What a call is expected to cost, before it is made.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct CallEstimate {
+    pub tokens: TokenCounts,
+    /// `None`: the model has no price.
+    pub usd: Option<Usd>,
+    /// How many of this catalog's calls the tokens are the average of; 0: the image-token rule.
+    pub measured_calls: u32,
+}
+
+/// What a number of photos is expected to cost.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct PhotosEstimate {
+    pub photos: u32,
+    pub per_photo: CallEstimate,
+    pub tokens: TokenCounts,
+    /// `None`: the model has no price.
+    pub usd: Option<Usd>,
+}
+
+/// Billed tokens, for the UI.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct TokenCounts {
+    #[ts(type = "number")]
+    pub input: u64,
+    #[ts(type = "number")]
+    pub cached_input: u64,
+    #[ts(type = "number")]
+    pub output: u64,
+}
+
+impl From<BilledTokens> for TokenCounts {
+    fn from(t: BilledTokens) -> Self {
+        Self { input: t.input, cached_input: t.cached_input, output: t.output }
+    }
+}
+
 /// What the reviewer saves, normalized; refused with the invalid fields' flags.
 pub fn checked_for_save(product: Product) -> Result<Product, SaveError> {
     let product = product.normalized();
@@ -266,6 +357,10 @@ pub struct GeminiCall {
     pub started_at: i64,
     pub elapsed_ms: u64,
     pub result: Result<GeminiExtraction, StackError<GeminiError>>,
+    /// The price table in force when the call was made.
+    pub pricing: Arc<PricingConfig>,
+    /// Billed at the Batch API's discount.
+    pub batch: bool,
 }
 
 /// How a [`GeminiCall`] ended, with the attempt to record in the audit trail.
@@ -281,8 +376,8 @@ pub enum GeminiOutcome {
 impl GeminiCall {
     /// The result, with the attempt that records it.
     pub fn into_outcome(self) -> GeminiOutcome {
-        let Self { photo_id, model, started_at, elapsed_ms, result } = self;
-        match result {
+        let Self { photo_id, model, started_at, elapsed_ms, result, pricing, batch } = self;
+        let mut outcome = match result {
             Ok(answer) => {
                 let latency_ms = u64::try_from(answer.latency.as_millis()).unwrap_or(elapsed_ms);
                 let attempt = NewAttempt {
@@ -293,6 +388,9 @@ impl GeminiCall {
                     usage: Some(attempt_usage(&answer.usage)),
                     raw_response: Some(answer.raw_response.clone()),
                     outcome: AttemptOutcome::Proposed { product: answer.product.clone() },
+                    model_version: answer.model_version.clone(),
+                    cost: None,
+                    batch,
                 };
                 GeminiOutcome::Answered { attempt, answer: Box::new(answer) }
             }
@@ -312,11 +410,34 @@ impl GeminiCall {
                     usage: billed,
                     raw_response,
                     outcome: AttemptOutcome::Failed { code: error.code(), message: error.to_string() },
+                    model_version: None,
+                    cost: None,
+                    batch,
                 });
                 GeminiOutcome::Failed { attempt, error }
             }
+        };
+        let attempt = match &mut outcome {
+            GeminiOutcome::Answered { attempt, .. } => Some(attempt),
+            GeminiOutcome::Failed { attempt, .. } => attempt.as_mut(),
+        };
+        if let Some(attempt) = attempt {
+            price_attempt(attempt, &pricing);
         }
+        outcome
     }
+}
+
+/// Every billed attempt, success or failure, is priced from its recorded usage: the one place
+/// an attempt gets its cost (the rule itself is `pricing::ModelPrice::cost`). A failure's model
+/// version is read from its response body, when it has one.
+pub fn price_attempt(attempt: &mut NewAttempt, pricing: &PricingConfig) {
+    if attempt.model_version.is_none() {
+        attempt.model_version = attempt.raw_response.as_deref().and_then(gemini::response_model_version);
+    }
+    attempt.cost = attempt.usage.and_then(|usage| {
+        pricing.cost(&attempt.model, attempt.model_version.as_deref(), usage.billed(), attempt.batch)
+    });
 }
 
 fn attempt_usage(usage: &Usage) -> AttemptUsage {
@@ -325,5 +446,6 @@ fn attempt_usage(usage: &Usage) -> AttemptUsage {
         output_tokens: usage.output_tokens,
         thoughts_tokens: usage.thoughts_tokens,
         total_tokens: usage.total_tokens,
+        cached_tokens: usage.cached_tokens,
     }
 }

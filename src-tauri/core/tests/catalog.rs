@@ -55,11 +55,15 @@ fn proposed(photo_id: PhotoId, name: &str) -> NewAttempt {
             output_tokens: 85,
             thoughts_tokens: 310,
             total_tokens: 1_685,
+            cached_tokens: 0,
         }),
         raw_response: Some(format!(
             r#"{{"candidates":[{{"content":{{"parts":[{{"text":"{{\"name\":\"{name}\"}}"}}]}}}}]}}"#
         )),
         outcome: AttemptOutcome::Proposed { product: product(name) },
+        model_version: None,
+        cost: None,
+        batch: false,
     }
 }
 
@@ -161,6 +165,9 @@ async fn the_audit_trail_keeps_failures_and_proposals() {
             usage: None,
             raw_response: Some(r#"{"error":{"code":429,"status":"RESOURCE_EXHAUSTED"}}"#.into()),
             outcome: AttemptOutcome::Failed { code: ErrorCode::GeminiQuota, message: "quota exceeded".into() },
+            model_version: None,
+            cost: None,
+            batch: false,
         })
         .await
         .unwrap();

@@ -31,6 +31,9 @@ fn proposal(photo_id: PhotoId, product: Product, started_at: i64) -> NewAttempt 
         usage: None,
         raw_response: None,
         outcome: AttemptOutcome::Proposed { product },
+        model_version: None,
+        cost: None,
+        batch: false,
     }
 }
 
@@ -380,6 +383,9 @@ async fn a_reextraction_replaces_the_proposal_and_an_attempt_must_fit() {
     let failed = catalog
         .record_attempt(NewAttempt {
             outcome: AttemptOutcome::Failed { code: ErrorCode::Timeout, message: "timed out".into() },
+            model_version: None,
+            cost: None,
+            batch: false,
             ..proposal(record.photo_id, product("x"), T0 + 60)
         })
         .await

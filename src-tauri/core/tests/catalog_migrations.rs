@@ -29,6 +29,8 @@ const EARLIER: &[Earlier] = &[
     Earlier { version: 3, seed: SEED_V3 },
     // 0004 added the import queue: one item waiting, one ready for review.
     Earlier { version: 4, seed: SEED_V4 },
+    // 0005 added the items' origin, which defaults to a bulk import: the same rows.
+    Earlier { version: 5, seed: SEED_V4 },
 ];
 
 /// Three photos; a proposed and a failed attempt; three products: one reviewed from a proposal
@@ -85,7 +87,7 @@ async fn a_catalog_from_every_earlier_version_opens_with_its_data_intact() {
         let catalog = Catalog::open(&path).unwrap();
         let from = earlier.version;
         assert_eq!(catalog.schema_version().await.unwrap(), SCHEMA_VERSION, "from {from}");
-        if from == 4 {
+        if from >= 4 {
             // Items queued before 0005 are bulk imports: none becomes an interactive review.
             let queue = pe_core::import::ImportStore::new(catalog.clone());
             let page = queue.items(0, 10, None).await.unwrap();
@@ -105,7 +107,10 @@ async fn a_catalog_from_every_earlier_version_opens_with_its_data_intact() {
         assert_eq!(flags, [("price", FlagKind::Uncertain), ("gtin", FlagKind::Uncertain)]);
         let rye = catalog.get_product(2).await.unwrap();
         assert_eq!((rye.revision, rye.proposed, rye.saved.description.as_deref()), (1, None, Some("Baked with honey")));
-        assert_eq!(catalog.attempts(1).await.unwrap()[0].proposal.as_ref().unwrap().name, "Oat Drnk");
+        let first = &catalog.attempts(1).await.unwrap()[0];
+        assert_eq!(first.proposal.as_ref().unwrap().name, "Oat Drnk");
+        // 0006: an attempt from before costs were recorded has no price (never a made-up one).
+        assert_eq!((first.cost_usd, first.cached_tokens, first.batch), (None, None, false), "from {from}");
         assert_eq!(catalog.count_products().await.unwrap(), 3);
 
         // flagged was backfilled in SQL exactly as Product::validate() counts.

@@ -242,6 +242,9 @@ async fn resumes_after_a_crash_at_each_state_boundary() {
             usage: None,
             raw_response: None,
             outcome: AttemptOutcome::Proposed { product: proposal.clone() },
+            model_version: None,
+            cost: None,
+            batch: false,
         };
         attempts.push(s.catalog.record_attempt(attempt).await.unwrap());
     }

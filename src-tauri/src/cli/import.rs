@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
+use pe_core::catalog::CostTotal;
 use pe_core::import::{
     EnqueueOptions, ImportItemDetail, ImportOptions, ImportProgress, ImportQueue, ImportStatus, ImportStore,
     ItemChanged, ItemId, ItemState, SkipInfo,
@@ -26,7 +27,7 @@ use pe_core::{ErrorCode, ErrorReport};
 use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
 
-use super::{usage_error, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+use super::{cost_json, cost_text, usage_error, usage_json, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::state::{AppState, STACK_NAME};
 
 #[derive(Debug, Args)]
@@ -87,15 +88,19 @@ pub async fn run(state: &AppState, args: ImportArgs) -> i32 {
         save: args.save,
         printed: HashSet::new(),
         failed: 0,
+        lines_cost: CostTotal::default(),
         stdout: std::io::stdout(),
     };
     let code = run.work(args.paths, run_started).await;
     let progress = queue.progress().borrow().clone();
+    // This process's billed calls (retries and failures included) when it worked the queue;
+    // otherwise what the printed lines' attempts cost.
+    let cost = if queue.is_working() { progress.cost } else { run.lines_cost };
     queue.shutdown().await;
     if code == EXIT_USAGE {
         return code;
     }
-    let summary = summary(&progress, &pipeline, args.json);
+    let summary = summary(&progress, &cost, &pipeline, args.json);
     if writeln!(run.stdout, "{summary}").is_err() {
         return EXIT_FAILED;
     }
@@ -114,7 +119,8 @@ fn with_concurrency(pipeline: Pipeline, k: Option<u32>) -> Result<Pipeline, Stri
         pipeline.catalog().clone(),
         pipeline.image_config().clone(),
         pipeline.clock().clone(),
-    ))
+    )
+    .with_pricing(pipeline.pricing().clone()))
 }
 
 struct Run {
@@ -125,6 +131,8 @@ struct Run {
     printed: HashSet<ItemId>,
     /// Lines with `ok: false` that are not skips.
     failed: usize,
+    /// What the printed lines' attempts cost.
+    lines_cost: CostTotal,
     stdout: std::io::Stdout,
 }
 
@@ -245,6 +253,9 @@ impl Run {
             return;
         }
         let Ok(detail) = self.queue.item(id).await else { return };
+        if let Some(attempt) = &detail.attempt {
+            self.lines_cost.add(attempt.usage.map(|u| u.billed()), attempt.cost_usd);
+        }
         let (line, failed) = if self.json { json_line(&detail, self.save) } else { text_line(&detail, self.save) };
         self.failed += usize::from(failed);
         let _ = writeln!(self.stdout, "{line}").and_then(|()| self.stdout.flush());
@@ -264,7 +275,7 @@ fn json_line(d: &ImportItemDetail, save: bool) -> (String, bool) {
                     "ok": true,
                     "product": product,
                     "flags": d.flags,
-                    "usage": attempt.and_then(|a| a.usage),
+                    "usage": attempt.and_then(|a| Some(usage_json(a.usage.as_ref()?, a.cost_usd))),
                     "model": attempt.map(|a| a.model.clone()),
                     "latency_ms": attempt.map(|a| a.latency_ms),
                     "photo_id": row.photo_id,
@@ -348,7 +359,7 @@ fn text_line(d: &ImportItemDetail, save: bool) -> (String, bool) {
     }
 }
 
-fn summary(p: &ImportProgress, pipeline: &Pipeline, json: bool) -> String {
+fn summary(p: &ImportProgress, cost: &CostTotal, pipeline: &Pipeline, json: bool) -> String {
     let breaker = pipeline.stack().breaker().actuator_json();
     let c = &p.counts;
     if json {
@@ -359,18 +370,20 @@ fn summary(p: &ImportProgress, pipeline: &Pipeline, json: bool) -> String {
             "skipped": c.skipped,
             "duplicates": p.duplicates,
             "queued": c.active(),
+            "cost": cost_json(cost),
             "breaker": breaker,
         }})
         .to_string()
     } else {
         format!(
-            "{} saved, {} ready, {} failed, {} skipped ({} duplicates), {} queued; Gemini circuit breaker {}",
+            "{} saved, {} ready, {} failed, {} skipped ({} duplicates), {} queued; {}; Gemini circuit breaker {}",
             c.saved,
             c.ready,
             c.failed,
             c.skipped,
             p.duplicates,
             c.active(),
+            cost_text(cost),
             breaker["state"].as_str().unwrap_or("?")
         )
     }
@@ -389,13 +402,14 @@ fn progress_line(p: &ImportProgress) -> String {
         .unwrap_or_default();
     let status = match &p.status {
         ImportStatus::PausedBreaker { message, .. }
+        | ImportStatus::PausedBudget { message, .. }
         | ImportStatus::WaitingQuota { message, .. }
         | ImportStatus::Stopped { message, .. } => format!(" · {message}"),
         _ => String::new(),
     };
     format!(
-        "[{bar}] {}/{} · ready {} · saved {} · failed {} · {:.1}/min{eta}{status}",
-        p.done, p.total, c.ready, c.saved, c.failed, p.throughput_per_min
+        "[{bar}] {}/{} · ready {} · saved {} · failed {} · {:.1}/min · {}{eta}{status}",
+        p.done, p.total, c.ready, c.saved, c.failed, p.throughput_per_min, p.cost.usd
     )
 }
 

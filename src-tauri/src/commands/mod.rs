@@ -23,19 +23,23 @@ pub mod catalog;
 pub mod extract;
 pub mod import;
 pub mod settings;
+pub mod usage;
 
 use pe_core::catalog::{
-    BackupSummary, ExportFormat, ExportSummary, Facets, ProductPage, ProductQuery, ProductRecord, RestoreSummary,
-    RevisionRecord,
+    BackupSummary, CostTotal, ExportFormat, ExportSummary, Facets, ProductPage, ProductQuery, ProductRecord,
+    RestoreSummary, RevisionRecord,
 };
 use pe_core::import::{
     EnqueueReport, ImportItemDetail, ImportPage, ImportProgress, ImportRow, ItemId, ItemState, UndoReport,
 };
+use pe_core::pipeline::PhotosEstimate;
 use pe_core::product::{FieldFlag, Product};
 use pe_core::resilience::ResilienceSnapshot;
 
 use crate::bindings::{ArgSpec, CommandSpec, TsType};
-use crate::dto::{AppStatus, ConnectionCheck, ImportControl, ReextractProposal, Settings, SettingsInput, UpdateInput};
+use crate::dto::{
+    AppStatus, ConnectionCheck, ImportControl, ReextractProposal, Settings, SettingsInput, UpdateInput, UsageReport,
+};
 use breaker::BreakerControl;
 
 /// The handler for one registry line: a `#[tauri::command]` whose parameters are the listed ones.
@@ -129,6 +133,10 @@ registry! {
     import::import_save_all_ready(state) -> Vec<ItemId>;
     import::import_undo_save_all(state, ids: Vec<ItemId>) -> UndoReport;
     import::import_force(state, id: ItemId) -> ();
+    usage::usage_report(state) -> UsageReport;
+    usage::set_daily_budget(state, usd: Option<f64>) -> UsageReport;
+    usage::photo_cost(state, photo_id: i64) -> CostTotal;
+    usage::estimate_photos(state, photos: Option<u32>) -> PhotosEstimate;
     breaker::resilience_snapshot(state) -> ResilienceSnapshot;
     breaker::breaker_control(state, action: BreakerControl) -> ResilienceSnapshot;
 }

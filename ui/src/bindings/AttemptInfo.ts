@@ -4,4 +4,12 @@ import type { Usage } from "./Usage";
 /**
  * The Gemini call behind a proposal, for the review pane's "raw" view and the CLI.
  */
-export type AttemptInfo = { id: number, model: string, latency_ms: number, usage: Usage | null, raw_response: string | null, };
+export type AttemptInfo = { id: number, model: string, latency_ms: number, usage: Usage | null, raw_response: string | null, 
+/**
+ * What the attempt cost; `None`: price unknown (or no usage).
+ */
+cost_usd: number | null, 
+/**
+ * Billed at the Batch API's discount.
+ */
+batch: boolean, };

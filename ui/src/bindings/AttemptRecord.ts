@@ -6,4 +6,8 @@ import type { Product } from "./Product";
 /**
  * One row of the audit trail.
  */
-export type AttemptRecord = { id: number, photo_id: number, model: string, started_at: number, latency_ms: number, prompt_tokens: number | null, output_tokens: number | null, thoughts_tokens: number | null, total_tokens: number | null, outcome: AttemptOutcomeKind, error_code: ErrorCode | null, error_message: string | null, proposal: Product | null, raw_response: string | null, };
+export type AttemptRecord = { id: number, photo_id: number, model: string, started_at: number, latency_ms: number, prompt_tokens: number | null, output_tokens: number | null, thoughts_tokens: number | null, total_tokens: number | null, cached_tokens: number | null, model_version: string | null, 
+/**
+ * What the attempt cost; `None`: price unknown (or no usage).
+ */
+cost_usd: number | null, batch: boolean, outcome: AttemptOutcomeKind, error_code: ErrorCode | null, error_message: string | null, proposal: Product | null, raw_response: string | null, };

@@ -19,4 +19,9 @@ thoughts_tokens: number,
 /**
  * `totalTokenCount` (or the sum when Gemini leaves it out).
  */
-total_tokens: number, };
+total_tokens: number, 
+/**
+ * `cachedContentTokenCount`: the part of `prompt_tokens` served from the cache, billed at the
+ * cached-input price.
+ */
+cached_tokens: number, };

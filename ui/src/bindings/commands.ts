@@ -5,6 +5,7 @@ import type { AppStatus } from "./AppStatus";
 import type { BackupSummary } from "./BackupSummary";
 import type { BreakerControl } from "./BreakerControl";
 import type { ConnectionCheck } from "./ConnectionCheck";
+import type { CostTotal } from "./CostTotal";
 import type { EnqueueReport } from "./EnqueueReport";
 import type { ExportFormat } from "./ExportFormat";
 import type { ExportSummary } from "./ExportSummary";
@@ -16,6 +17,7 @@ import type { ImportPage } from "./ImportPage";
 import type { ImportProgress } from "./ImportProgress";
 import type { ImportRow } from "./ImportRow";
 import type { ItemState } from "./ItemState";
+import type { PhotosEstimate } from "./PhotosEstimate";
 import type { Product } from "./Product";
 import type { ProductPage } from "./ProductPage";
 import type { ProductQuery } from "./ProductQuery";
@@ -28,6 +30,7 @@ import type { Settings } from "./Settings";
 import type { SettingsInput } from "./SettingsInput";
 import type { UndoReport } from "./UndoReport";
 import type { UpdateInput } from "./UpdateInput";
+import type { UsageReport } from "./UsageReport";
 
 /** Sends one command and resolves with its result (ipc.ts passes Tauri's `invoke`). */
 export type Invoke = <T>(command: string, args?: InvokeArgs) => Promise<T>;
@@ -69,6 +72,10 @@ export function commands(invoke: Invoke) {
     importSaveAllReady: () => invoke<Array<number>>("import_save_all_ready"),
     importUndoSaveAll: (ids: Array<number>) => invoke<UndoReport>("import_undo_save_all", { ids }),
     importForce: (id: number) => invoke<null>("import_force", { id }),
+    usageReport: () => invoke<UsageReport>("usage_report"),
+    setDailyBudget: (usd: number | null) => invoke<UsageReport>("set_daily_budget", { usd }),
+    photoCost: (photoId: number) => invoke<CostTotal>("photo_cost", { photoId }),
+    estimatePhotos: (photos: number | null) => invoke<PhotosEstimate>("estimate_photos", { photos }),
     resilienceSnapshot: () => invoke<ResilienceSnapshot>("resilience_snapshot"),
     breakerControl: (action: BreakerControl) => invoke<ResilienceSnapshot>("breaker_control", { action }),
   };
@@ -110,6 +117,10 @@ export const COMMAND_NAMES = [
   "import_save_all_ready",
   "import_undo_save_all",
   "import_force",
+  "usage_report",
+  "set_daily_budget",
+  "photo_cost",
+  "estimate_photos",
   "resilience_snapshot",
   "breaker_control",
 ] as const;

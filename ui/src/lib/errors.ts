@@ -179,6 +179,11 @@ const ADVICE: Record<ErrorCode, ErrorAdvice> = {
     hint: "This changed since it was shown (or another product-extractor window is using it). Refresh and try again.",
     action: "none",
   },
+  budget_spent: {
+    title: "Daily budget spent",
+    hint: "Today's Gemini budget would be passed. Raise it in Settings, or try again tomorrow.",
+    action: "open_settings",
+  },
   io: {
     title: "Unexpected error",
     hint: "Something went wrong reading or writing a file. Check the log for details.",

@@ -49,7 +49,7 @@ const detail = (r: ImportRow, attemptId: number, name = `Product ${r.id}`): Impo
   sha256: "ab",
   proposal: { ...emptyProduct(), name, brand: "Brand" },
   flags: [{ field: "gtin", kind: "invalid", message: "check digit" }],
-  attempt: { id: attemptId, model: "gemini-test", latency_ms: 120, usage: null, raw_response: "{}" },
+  attempt: { id: attemptId, model: "gemini-test", latency_ms: 120, usage: null, raw_response: "{}", cost_usd: null, batch: false },
 });
 
 const progress = (status: ImportStatus): ImportProgress => ({
@@ -62,6 +62,7 @@ const progress = (status: ImportStatus): ImportProgress => ({
   status,
   in_flight: 0,
   changes: 3,
+  cost: { calls: 0, input_tokens: 0, cached_tokens: 0, output_tokens: 0, usd: 0, unpriced_calls: 0 },
 });
 
 const ready = (id: number, at = 2000) =>

@@ -34,7 +34,7 @@ describe("format", () => {
     expect(formatLatency(850)).toBe("850 ms");
     expect(formatLatency(1840)).toBe("1.8 s");
     expect(formatLatency(12_400)).toBe("12 s");
-    expect(formatUsage({ prompt_tokens: 1290, output_tokens: 210, thoughts_tokens: 0, total_tokens: 1500 }, "en-US")).toBe(
+    expect(formatUsage({ prompt_tokens: 1290, output_tokens: 210, thoughts_tokens: 0, total_tokens: 1500, cached_tokens: 0 }, "en-US")).toBe(
       "1,500 tokens (1,290 in, 210 out)",
     );
   });

@@ -14,6 +14,7 @@ function progress(overrides: Partial<ImportProgress> = {}): ImportProgress {
     status: { kind: "idle" },
     in_flight: 0,
     changes: 0,
+    cost: { calls: 0, input_tokens: 0, cached_tokens: 0, output_tokens: 0, usd: 0, unpriced_calls: 0 },
     ...overrides,
   };
 }
@@ -68,6 +69,11 @@ describe("statusLine", () => {
   it("explains a forced-open pause without a time", () => {
     const line = statusLine(progress({ status: { kind: "paused_breaker", until_unix_ms: null, message: "" } }));
     expect(line.text).toContain("forced open");
+  });
+  it("says the daily budget is spent, as a wait", () => {
+    const message = "Today's Gemini budget ($5.00) is spent; resumes tomorrow or raise it in Settings.";
+    const line = statusLine(progress({ status: { kind: "paused_budget", until_unix_ms: 0, message } }));
+    expect(line).toEqual({ text: `Paused: ${message}`, tone: "waiting" });
   });
   it("passes the stop reason through", () => {
     const line = statusLine(progress({ status: { kind: "stopped", code: "gemini_auth", message: "Gemini rejected the API key — open Settings." } }));

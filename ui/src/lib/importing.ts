@@ -66,6 +66,8 @@ export function statusLine(progress: ImportProgress, locale?: string, timeZone?:
             : "Paused: calls to Gemini are held (circuit forced open); release them in Gemini status.",
         tone: "waiting",
       };
+    case "paused_budget":
+      return { text: `Paused: ${s.message}`, tone: "waiting" };
     case "waiting_quota":
       return { text: `Waiting for Gemini's quota until ${clock(s.until_unix_ms, locale, timeZone)}.`, tone: "waiting" };
     case "stopped":

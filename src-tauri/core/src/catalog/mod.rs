@@ -12,6 +12,8 @@
 //!   (it uses none of them).
 //! - [`migrations`] applies the versioned schema (`migrations/NNNN_*.sql`, `PRAGMA user_version`).
 //! - [`records`] defines inputs and the DTOs the UI sees (re-exported here).
+//! - `usage` sums what the attempts cost (per day and model, per photo, per time range) and
+//!   measures the average call an estimate starts from.
 //! - [`export`] streams the saved products as Shopify CSV, flat CSV, JSON or JSON Lines
 //!   ([`Catalog::export`]).
 //!
@@ -72,6 +74,7 @@ pub(crate) mod queries;
 pub mod records;
 mod revisions;
 pub(crate) mod tx;
+mod usage;
 
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
@@ -85,6 +88,7 @@ pub use export::{ExportError, ExportFormat, ExportSummary, ExportedProduct};
 pub use listing::RANKED_MATCHES;
 pub use migrations::SCHEMA_VERSION;
 pub use records::*;
+pub use usage::{CostTotal, MeasuredCall, UsageDay, MEASURED_CALLS};
 
 /// Who is saving, for `updated_by` and the revision history: the OS account name, else the
 /// `USER` or `USERNAME` variable, else "unknown".
@@ -171,6 +175,28 @@ impl Catalog {
     /// The photo's attempts, oldest first.
     pub async fn attempts(&self, photo: PhotoId) -> Result<Vec<AttemptRecord>, CatalogError> {
         self.run(move |conn| queries::attempts(conn, photo)).await
+    }
+
+    /// Tokens and cost per local day and model from `since` (unix ms), oldest first;
+    /// `utc_offset_ms` is the local time's offset from UTC.
+    pub async fn usage_by_day(&self, since: i64, utc_offset_ms: i64) -> Result<Vec<UsageDay>, CatalogError> {
+        self.run(move |conn| usage::usage_by_day(conn, since, utc_offset_ms)).await
+    }
+
+    /// Tokens and cost of the attempts started in `[from, to)` (unix ms).
+    pub async fn spent_between(&self, from: i64, to: i64) -> Result<CostTotal, CatalogError> {
+        self.run(move |conn| usage::spent_between(conn, from, to)).await
+    }
+
+    /// Tokens and cost of every attempt for a photo.
+    pub async fn photo_cost(&self, photo: PhotoId) -> Result<CostTotal, CatalogError> {
+        self.run(move |conn| usage::photo_cost(conn, photo)).await
+    }
+
+    /// The average of the newest billed calls to `model` (the id called); `None` before the first.
+    pub async fn measured_call(&self, model: &str) -> Result<Option<MeasuredCall>, CatalogError> {
+        let model = model.to_string();
+        self.run(move |conn| usage::measured_call(conn, &model)).await
     }
 
     /// Saves the reviewer's product for a photo, in one transaction, as a new revision (source

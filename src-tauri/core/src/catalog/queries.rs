@@ -10,6 +10,7 @@ pub(crate) use super::columns::thumbnail_url;
 use super::records::*;
 use super::CatalogError;
 use crate::error::ErrorCode;
+use crate::pricing::Usd;
 use crate::product::{FlagKind, Product};
 
 pub(super) fn record_photo(conn: &mut Connection, photo: &NewPhoto) -> Result<PhotoId, CatalogError> {
@@ -70,8 +71,8 @@ pub(super) fn record_attempt_in(tx: &Connection, attempt: &NewAttempt) -> Result
     let id = tx.query_row(
         "INSERT INTO attempts (photo_id, model, started_at, latency_ms, prompt_tokens, output_tokens,
                                thoughts_tokens, total_tokens, outcome, proposal_json, error_code,
-                               error_message, raw_response)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+                               error_message, raw_response, cached_tokens, model_version, cost_nanos, batch)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
          RETURNING id",
         params![
             attempt.photo_id,
@@ -87,6 +88,10 @@ pub(super) fn record_attempt_in(tx: &Connection, attempt: &NewAttempt) -> Result
             error_code,
             error_message,
             attempt.raw_response,
+            usage.map(|u| u.cached_tokens),
+            attempt.model_version,
+            attempt.cost.map(Usd::nanos),
+            attempt.batch,
         ],
         |row| row.get(0),
     )?;
@@ -96,7 +101,8 @@ pub(super) fn record_attempt_in(tx: &Connection, attempt: &NewAttempt) -> Result
 pub(super) fn attempts(conn: &Connection, photo: PhotoId) -> Result<Vec<AttemptRecord>, CatalogError> {
     let mut stmt = conn.prepare_cached(
         "SELECT id, photo_id, model, started_at, latency_ms, prompt_tokens, output_tokens, thoughts_tokens,
-                total_tokens, outcome, error_code, error_message, proposal_json, raw_response
+                total_tokens, outcome, error_code, error_message, proposal_json, raw_response,
+                cached_tokens, model_version, cost_nanos, batch
          FROM attempts WHERE photo_id = ?1 ORDER BY id",
     )?;
     let rows = stmt.query_map([photo], |row| {
@@ -124,6 +130,10 @@ pub(super) fn attempts(conn: &Connection, photo: PhotoId) -> Result<Vec<AttemptR
             error_message: row.get(11)?,
             proposal: json_column(row, 12)?,
             raw_response: row.get(13)?,
+            cached_tokens: row.get(14)?,
+            model_version: row.get(15)?,
+            cost_usd: row.get::<_, Option<i64>>(16)?.map(Usd::from_nanos),
+            batch: row.get(17)?,
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)

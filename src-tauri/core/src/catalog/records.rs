@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use crate::error::ErrorCode;
+use crate::pricing::{BilledTokens, Usd};
 use crate::product::{FieldChange, FieldFlag, Price, Product};
 
 /// A row of `photos`.
@@ -43,6 +44,12 @@ pub struct NewAttempt {
     /// The response body as received, when there was one.
     pub raw_response: Option<String>,
     pub outcome: AttemptOutcome,
+    /// The model that answered, as the response named it (`modelVersion`).
+    pub model_version: Option<String>,
+    /// What the call cost (`pricing`); `None` when its model has no price or it has no usage.
+    pub cost: Option<Usd>,
+    /// Billed at the Batch API's discount.
+    pub batch: bool,
 }
 
 /// Token counts from Gemini's `usageMetadata`.
@@ -52,6 +59,19 @@ pub struct AttemptUsage {
     pub output_tokens: u32,
     pub thoughts_tokens: u32,
     pub total_tokens: u32,
+    /// The part of `prompt_tokens` served from the cache.
+    pub cached_tokens: u32,
+}
+
+impl AttemptUsage {
+    /// What the call is billed for (see `pricing`).
+    pub fn billed(&self) -> BilledTokens {
+        BilledTokens {
+            input: u64::from(self.prompt_tokens),
+            cached_input: u64::from(self.cached_tokens),
+            output: u64::from(self.output_tokens),
+        }
+    }
 }
 
 /// How an attempt ended.
@@ -395,6 +415,11 @@ pub struct AttemptRecord {
     pub output_tokens: Option<u32>,
     pub thoughts_tokens: Option<u32>,
     pub total_tokens: Option<u32>,
+    pub cached_tokens: Option<u32>,
+    pub model_version: Option<String>,
+    /// What the attempt cost; `None`: price unknown (or no usage).
+    pub cost_usd: Option<Usd>,
+    pub batch: bool,
     pub outcome: AttemptOutcomeKind,
     pub error_code: Option<ErrorCode>,
     pub error_message: Option<String>,

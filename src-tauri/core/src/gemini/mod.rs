@@ -38,6 +38,7 @@ use crate::product::{self, Product};
 
 pub use error::{next_pacific_midnight, AnswerStage, Detail, GeminiError, ServerDetail, TimeoutKind};
 pub use models::Family;
+pub use parse::response_model_version;
 
 /// The header that carries the key.
 pub const API_KEY_HEADER: &str = "x-goog-api-key";
@@ -82,6 +83,20 @@ pub struct Usage {
     pub thoughts_tokens: u32,
     /// `totalTokenCount` (or the sum when Gemini leaves it out).
     pub total_tokens: u32,
+    /// `cachedContentTokenCount`: the part of `prompt_tokens` served from the cache, billed at the
+    /// cached-input price.
+    pub cached_tokens: u32,
+}
+
+impl Usage {
+    /// What the call is billed for (see `pricing`).
+    pub fn billed(&self) -> crate::pricing::BilledTokens {
+        crate::pricing::BilledTokens {
+            input: u64::from(self.prompt_tokens),
+            cached_input: u64::from(self.cached_tokens),
+            output: u64::from(self.output_tokens),
+        }
+    }
 }
 
 /// A successful extraction.
@@ -217,6 +232,12 @@ impl GeminiClient {
                 model,
             }),
         })
+    }
+
+    /// The characters of text a call sends besides the photo (instructions, prompt, schema), for
+    /// an estimate of its tokens before it is made.
+    pub fn prompt_text_chars(&self) -> usize {
+        SYSTEM_INSTRUCTION.len() + USER_PROMPT.len() + self.inner.schema.to_string().len()
     }
 
     /// The model id requests go to.

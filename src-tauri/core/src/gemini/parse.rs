@@ -90,6 +90,7 @@ impl From<&UsageMetadata> for Usage {
             output_tokens: output,
             thoughts_tokens: u.thoughts_token_count,
             total_tokens: total,
+            cached_tokens: u.cached_content_token_count.min(u.prompt_token_count),
         }
     }
 }
@@ -179,6 +180,21 @@ pub(crate) fn parse_generate_response(body: &str, max_output_tokens: u32) -> Res
         unparsable("the product data had the wrong shape", format!("{e}: {}", short(text.trim(), 200)), billed, body)
     })?;
     Ok(Parsed { product: product.normalized(), usage, model_version: response.model_version, finish_reason })
+}
+
+/// The `modelVersion` of a response body (a failed answer's included); `None` when the body is
+/// not a response or names none.
+pub fn response_model_version(body: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Version {
+        #[serde(default)]
+        model_version: Option<serde_json::Value>,
+    }
+    match serde_json::from_str::<Version>(body).ok()?.model_version? {
+        serde_json::Value::String(s) if !s.trim().is_empty() => Some(s),
+        _ => None,
+    }
 }
 
 /// Finds the product JSON in model text: the whole text, else the inside of a ``` fence, else
@@ -283,7 +299,10 @@ mod tests {
         assert_eq!(p.product.name, "Crunchy Oat Granola");
         assert_eq!(p.product.price.as_ref().unwrap().currency, "EUR");
         assert_eq!(p.product.uncertain_fields, vec!["price"]);
-        assert_eq!(p.usage, Usage { prompt_tokens: 102, output_tokens: 438, thoughts_tokens: 278, total_tokens: 540 });
+        assert_eq!(
+            p.usage,
+            Usage { prompt_tokens: 102, output_tokens: 438, thoughts_tokens: 278, total_tokens: 540, cached_tokens: 0 }
+        );
         assert_eq!(p.model_version.as_deref(), Some("gemini-2.5-flash"));
         assert_eq!(p.finish_reason.as_deref(), Some("STOP"));
     }
@@ -332,8 +351,23 @@ mod tests {
         .to_string();
         let p = ok(&body);
         assert_eq!(p.finish_reason.as_deref(), Some("SOME_FUTURE_REASON"));
-        assert_eq!(p.usage, Usage { prompt_tokens: 7, output_tokens: 0, thoughts_tokens: 0, total_tokens: 7 });
+        assert_eq!(
+            p.usage,
+            Usage { prompt_tokens: 7, output_tokens: 0, thoughts_tokens: 0, total_tokens: 7, cached_tokens: 0 }
+        );
         assert_eq!(p.model_version, None);
+    }
+
+    #[test]
+    fn cached_tokens_are_read_and_never_exceed_the_prompt() {
+        let usage = |meta: serde_json::Value| {
+            let body = json!({"candidates": [{"content": {"parts": [{"text": PRODUCT}]}, "finishReason": "STOP"}],
+                "usageMetadata": meta});
+            ok(&body.to_string()).usage
+        };
+        let u = usage(json!({"promptTokenCount": 2000, "cachedContentTokenCount": 1024, "candidatesTokenCount": 150}));
+        assert_eq!((u.prompt_tokens, u.cached_tokens, u.output_tokens), (2000, 1024, 150));
+        assert_eq!(usage(json!({"promptTokenCount": 10, "cachedContentTokenCount": "99"})).cached_tokens, 10);
     }
 
     #[test]

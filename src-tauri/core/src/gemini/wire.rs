@@ -155,6 +155,9 @@ pub struct UsageMetadata {
     pub thoughts_token_count: u32,
     #[serde(deserialize_with = "lenient_u32")]
     pub total_token_count: u32,
+    /// The part of the prompt served from the cache (billed at the cached-input price).
+    #[serde(deserialize_with = "lenient_u32")]
+    pub cached_content_token_count: u32,
 }
 
 /// `ListModels` answer.

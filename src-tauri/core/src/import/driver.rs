@@ -81,7 +81,9 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
             (Some(Hold::Breaker { wake_at, .. }), Mode::Running) => {
                 Wait::Breaker(wake_at, seq, shared.pipeline().stack().clone())
             }
-            (Some(Hold::Quota { wake_at, .. }), Mode::Running) => Wait::Until(wake_at, seq),
+            (Some(Hold::Quota { wake_at, .. } | Hold::Budget { wake_at, .. }), Mode::Running) => {
+                Wait::Until(wake_at, seq)
+            }
             // Bulk items fill K + lookahead; interactive ones have as many again of their own, so
             // a dropped photo never waits behind a bulk import's lookahead (and memory stays
             // bounded however many photos are dropped).
@@ -150,7 +152,7 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
 pub(crate) enum Wait {
     /// An event: a finished item, a wake-up.
     Event,
-    /// An event, or the time (a quota hold).
+    /// An event, or the time (a quota or budget hold).
     Until(Instant, u64),
     /// An event, the time if any, or the breaker letting calls through.
     Breaker(Option<Instant>, u64, ResilienceStack),

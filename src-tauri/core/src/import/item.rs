@@ -11,6 +11,10 @@
 //! - `gemini_auth`, `gemini_not_found`, `gemini_not_available`, `config`, a catalog failure →
 //!   stopped until Resume.
 //!
+//! Before the call, with `pricing.daily_budget_usd` set, the item checks today's spend plus the
+//! calls in flight plus its own estimate against the budget; over it, the queue is held until the
+//! next local day (or new Settings) and the item waits at the gate again: nothing fails.
+//!
 //! With [`super::ImportOptions::fail_fast`] (the CLI's `extract`), every failure fails its item
 //! at once instead, as a single call would.
 
@@ -28,6 +32,7 @@ use super::store::{self, Claimed, Finish};
 use super::ImportError;
 use crate::error::{Coded, ErrorCode};
 use crate::pipeline::{ExtractError, GeminiOutcome, Pipeline};
+use crate::pricing::{self, Usd};
 use crate::resilience::{BreakerState, NotPermitted, SlotPolicy};
 
 /// One item, from `preparing` to its outcome. A catalog failure stops the queue.
@@ -107,7 +112,27 @@ async fn work(shared: &Arc<Shared>, pipeline: &Pipeline, item: &Claimed) -> Resu
     // One of K sends, then the gate (closed while paused, or held for the breaker, the quota or
     // a stop): the prepared photo waits here.
     let send = shared.sends().acquire(item.origin == ItemOrigin::Interactive).await;
-    shared.wait_for_gate().await;
+    let reservation = loop {
+        shared.wait_for_gate().await;
+        match budget_check(shared, (image.width, image.height)).await? {
+            Budget::Go(reservation) => break reservation,
+            Budget::Spent { .. } if !shared.options.fail_fast => {}
+            Budget::Spent { message, .. } => {
+                shared.record_finished();
+                let error = Some((ErrorCode::BudgetSpent, message));
+                let outcome = Finish {
+                    id,
+                    from: ItemState::Preparing,
+                    attempt: None,
+                    count_attempt: false,
+                    proposal: None,
+                    to: ItemState::Failed,
+                    error,
+                };
+                return finish(shared, outcome).await;
+            }
+        }
+    };
     let (sha256, now) = (image.sha256.clone(), shared.now());
     let mark = async {
         let moved = shared
@@ -132,7 +157,63 @@ async fn work(shared: &Arc<Shared>, pipeline: &Pipeline, item: &Claimed) -> Resu
     let outcome = classified(shared, pipeline, item, call.into_outcome()).await?;
     // Any hold this outcome calls for is set: the next item may go (or wait at the gate).
     drop(send);
-    finish(shared, outcome).await
+    if let Some(attempt) = &outcome.attempt {
+        shared.add_cost(attempt);
+    }
+    let finished = finish(shared, outcome).await;
+    // Recorded (or not, then the budget check reads the catalog as it is): no longer reserved.
+    drop(reservation);
+    finished
+}
+
+/// Whether the next call fits in today's budget.
+enum Budget {
+    /// It fits (or there is no budget): its estimate stays reserved until its attempt is recorded.
+    Go(Option<Reservation>),
+    /// It would pass the budget: the queue is held until the next local day (nothing fails),
+    /// except with `fail_fast` (the CLI's `extract`), where the item fails with `budget_spent`.
+    Spent { message: String },
+}
+
+/// An estimate counted against the budget while its call is in flight.
+struct Reservation {
+    shared: Arc<Shared>,
+    amount: Usd,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        let mut reserved = lock(&self.shared.reserved);
+        *reserved = Usd::from_nanos(reserved.nanos().saturating_sub(self.amount.nanos()).max(0));
+    }
+}
+
+/// With `pricing.daily_budget_usd` set: today's spend, the calls in flight and this call's
+/// estimate against the budget. A model without a price counts 0 for its estimate (its spend is
+/// unknown too); without a budget nothing is read. The budget is the current Settings' (a raised
+/// budget lets a waiting item go), not the item's pipeline's.
+async fn budget_check(shared: &Arc<Shared>, size: (u32, u32)) -> Result<Budget, ImportError> {
+    let pipeline = shared.pipeline();
+    let Some(budget) = pipeline.pricing().daily_budget() else {
+        return Ok(Budget::Go(None));
+    };
+    let estimate = pipeline.estimate_call(Some(size)).await?.usd.unwrap_or(Usd::ZERO);
+    let now = shared.now();
+    let day = pricing::local_day(now);
+    let spent = pipeline.catalog().spent_between(day.start, day.end).await?.usd;
+    let mut reserved = lock(&shared.reserved);
+    let next = spent.saturating_add(*reserved).saturating_add(estimate);
+    if next <= budget {
+        *reserved = reserved.saturating_add(estimate);
+        return Ok(Budget::Go(Some(Reservation { shared: shared.clone(), amount: estimate })));
+    }
+    drop(reserved);
+    let message = pricing::budget_spent_message(budget);
+    if !shared.options.fail_fast {
+        let wait = Duration::from_millis(u64::try_from(day.end - now).unwrap_or(0).max(1));
+        shared.hold(Hold::Budget { wake_at: Instant::now() + wait, until_unix_ms: day.end, message: message.clone() });
+    }
+    Ok(Budget::Spent { message })
 }
 
 /// What the call's outcome does to the item, setting the queue's hold when it concerns the queue.

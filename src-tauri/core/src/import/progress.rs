@@ -9,6 +9,7 @@ use tokio::time::Instant;
 use ts_rs::TS;
 
 use super::records::ItemState;
+use crate::catalog::CostTotal;
 use crate::error::ErrorCode;
 
 /// Items per state.
@@ -79,6 +80,13 @@ pub enum ImportStatus {
         until_unix_ms: Option<i64>,
         message: String,
     },
+    /// The next call would pass today's budget (`pricing.daily_budget_usd`): nothing is sent until
+    /// the next local day (`until_unix_ms`) or a higher budget in Settings; nothing fails.
+    PausedBudget {
+        #[ts(type = "number")]
+        until_unix_ms: i64,
+        message: String,
+    },
     /// Gemini's quota is used up; the queue waits for the server's retry delay (a per-day quota:
     /// until it resets, the next midnight Pacific time), then goes on.
     WaitingQuota {
@@ -121,6 +129,9 @@ pub struct ImportProgress {
     /// refresh the rows it shows.
     #[ts(type = "number")]
     pub changes: u64,
+    /// What this import's calls cost so far (this process's calls since the queue last settled;
+    /// failed but billed calls included).
+    pub cost: CostTotal,
 }
 
 impl ImportProgress {
@@ -135,6 +146,7 @@ impl ImportProgress {
             status,
             in_flight: 0,
             changes: 0,
+            cost: CostTotal::default(),
         }
     }
 

@@ -6,6 +6,7 @@ use ts_rs::TS;
 
 use crate::catalog::{AttemptId, PhotoId, ProductId};
 use crate::gemini::Usage;
+use crate::pricing::Usd;
 use crate::product::{FieldFlag, Product};
 use crate::ErrorReport;
 
@@ -247,6 +248,10 @@ pub struct AttemptInfo {
     pub latency_ms: u64,
     pub usage: Option<Usage>,
     pub raw_response: Option<String>,
+    /// What the attempt cost; `None`: price unknown (or no usage).
+    pub cost_usd: Option<Usd>,
+    /// Billed at the Batch API's discount.
+    pub batch: bool,
 }
 
 /// Everything review needs about one item.

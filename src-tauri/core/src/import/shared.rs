@@ -18,8 +18,10 @@ use super::scan::{self, Scanned};
 use super::slots::SendSlots;
 use super::store::{self, Counted, ImportStore};
 use super::{EnqueueOptions, ImportError, ImportOptions};
+use crate::catalog::{CostTotal, NewAttempt};
 use crate::error::ErrorCode;
 use crate::pipeline::Pipeline;
+use crate::pricing::Usd;
 
 /// Files per enqueue transaction; the first one is small so the runner starts at once.
 const FIRST_BATCH: usize = 8;
@@ -60,6 +62,9 @@ pub(crate) struct Shared {
     /// What the last look at other processes' changes saw.
     pub(crate) follow: Mutex<Follow>,
     pub(crate) options: ImportOptions,
+    /// The estimated cost of the calls that passed the budget check and are not recorded yet, so
+    /// K calls in flight cannot each spend the last of the budget.
+    pub(crate) reserved: Mutex<Usd>,
 }
 
 /// Following the changes other processes make to the shared queue.
@@ -114,6 +119,12 @@ pub(crate) enum Hold {
         until_unix_ms: i64,
         message: String,
     },
+    /// Today's budget is spent: until the next local day, or a new pipeline (Settings).
+    Budget {
+        wake_at: Instant,
+        until_unix_ms: i64,
+        message: String,
+    },
     Stopped {
         code: ErrorCode,
         message: String,
@@ -144,6 +155,7 @@ impl Shared {
             working: AtomicBool::new(false),
             follow: Mutex::new(Follow::default()),
             options,
+            reserved: Mutex::new(Usd::ZERO),
         }
     }
 
@@ -168,7 +180,8 @@ impl Shared {
         drop(sends);
         *self.pipeline.write().unwrap_or_else(std::sync::PoisonError::into_inner) = pipeline;
         let mut control = self.control();
-        if matches!(control.hold, Some(Hold::Breaker { .. })) {
+        // A new breaker, or a new budget, decides afresh.
+        if matches!(control.hold, Some(Hold::Breaker { .. } | Hold::Budget { .. })) {
             control.hold = None;
         }
         drop(control);
@@ -322,6 +335,24 @@ impl Shared {
         self.throughput.lock().unwrap_or_else(std::sync::PoisonError::into_inner).restart(Instant::now());
     }
 
+    /// Adds a recorded attempt's tokens and cost to this import's running total.
+    pub(crate) fn add_cost(&self, attempt: &NewAttempt) {
+        let tokens = attempt.usage.map(|u| u.billed());
+        self.progress.send_modify(|p| p.cost.add(tokens, attempt.cost));
+    }
+
+    /// A new import starts when files arrive at a settled queue: its running total starts at 0.
+    pub(crate) fn start_import_if_settled(&self) {
+        self.progress.send_if_modified(|p| {
+            let settled = p.counts.active() == 0 && p.in_flight == 0;
+            let restart = settled && p.cost != CostTotal::default();
+            if restart {
+                p.cost = CostTotal::default();
+            }
+            restart
+        });
+    }
+
     pub(crate) fn record_finished(&self) {
         self.throughput.lock().unwrap_or_else(std::sync::PoisonError::into_inner).record(Instant::now());
     }
@@ -347,6 +378,7 @@ impl Shared {
         paths: Vec<PathBuf>,
         options: EnqueueOptions,
     ) -> Result<Enqueued, ImportError> {
+        self.start_import_if_settled();
         let max_bytes = self.pipeline().image_config().max_file_bytes;
         let (batches, mut incoming) = tokio::sync::mpsc::channel::<Vec<Scanned>>(2);
         let walker = tokio::task::spawn_blocking(move || {
@@ -437,6 +469,9 @@ pub(crate) fn status_of(mode: Mode, hold: Option<&Hold>, p: &ImportProgress, in_
         }
         (Some(Hold::Quota { until_unix_ms, message, .. }), Mode::Running) => {
             ImportStatus::WaitingQuota { until_unix_ms: *until_unix_ms, message: message.clone() }
+        }
+        (Some(Hold::Budget { until_unix_ms, message, .. }), Mode::Running) => {
+            ImportStatus::PausedBudget { until_unix_ms: *until_unix_ms, message: message.clone() }
         }
         (None, Mode::Running) if p.counts.active() > 0 || in_flight > 0 => ImportStatus::Running,
         (None, Mode::Running) if p.total == 0 => ImportStatus::Idle,

@@ -22,6 +22,7 @@ use crate::catalog::{local_user, Catalog, NewAttempt, PhotoId, ProductId, Produc
 use crate::error::ErrorCode;
 use crate::gemini::Usage;
 use crate::pipeline::checked_for_save;
+use crate::pricing::Usd;
 use crate::product::{FieldFlag, Product};
 use crate::ErrorReport;
 
@@ -906,7 +907,7 @@ pub(crate) fn detail(conn: &mut Connection, id: ItemId) -> Result<ImportItemDeta
     let (sha256, proposal, flags, attempt) = conn.query_row(
         "SELECT i.sha256, i.proposal_json, i.flags_json,
                 a.id, a.model, a.latency_ms, a.prompt_tokens, a.output_tokens, a.thoughts_tokens, a.total_tokens,
-                a.raw_response
+                a.raw_response, a.cached_tokens, a.cost_nanos, a.batch
          FROM import_items i LEFT JOIN attempts a ON a.id = i.attempt_id
          WHERE i.id = ?1",
         [id],
@@ -915,12 +916,13 @@ pub(crate) fn detail(conn: &mut Connection, id: ItemId) -> Result<ImportItemDeta
             let flags: Vec<FieldFlag> = json(r, 2)?.unwrap_or_default();
             let attempt = match r.get::<_, Option<i64>>(3)? {
                 Some(attempt_id) => {
-                    let tokens: [Option<u32>; 4] = [r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?];
+                    let tokens: [Option<u32>; 5] = [r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?, r.get(11)?];
                     let usage = tokens[0].map(|prompt_tokens| Usage {
                         prompt_tokens,
                         output_tokens: tokens[1].unwrap_or_default(),
                         thoughts_tokens: tokens[2].unwrap_or_default(),
                         total_tokens: tokens[3].unwrap_or_default(),
+                        cached_tokens: tokens[4].unwrap_or_default(),
                     });
                     Some(AttemptInfo {
                         id: attempt_id,
@@ -928,6 +930,8 @@ pub(crate) fn detail(conn: &mut Connection, id: ItemId) -> Result<ImportItemDeta
                         latency_ms: r.get::<_, i64>(5)?.max(0) as u64,
                         usage,
                         raw_response: r.get(10)?,
+                        cost_usd: r.get::<_, Option<i64>>(12)?.map(Usd::from_nanos),
+                        batch: r.get(13)?,
                     })
                 }
                 None => None,
