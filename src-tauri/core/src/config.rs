@@ -15,6 +15,9 @@
 //! max_file_bytes = 20000000
 //! max_pixels = 50000000
 //!
+//! [batch]                  # batch imports (`import --batch`, "Overnight" in the window)
+//! poll_interval = "30s"    # how often a batch's state is looked at (backing off on errors)
+//!
 //! [circuit_breaker]        # and [bulkhead], [time_limiter], [retry], [rate_limiter]:
 //! wait_duration_in_open_state = "15s"   # the resilience stack's sections, see `resilience`
 //! ```
@@ -45,6 +48,23 @@ pub struct Config {
     pub image: ImageConfig,
     /// The resilience stack around every Gemini call (see `resilience`), as the stack takes it.
     pub resilience: ResilienceConfig,
+    /// Batch imports.
+    pub batch: BatchConfig,
+}
+
+/// Batch imports through the Gemini Batch API.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BatchConfig {
+    /// How often a submitted batch's state is looked at.
+    #[serde(with = "humantime_serde")]
+    pub poll_interval: Duration,
+}
+
+impl Default for BatchConfig {
+    fn default() -> Self {
+        Self { poll_interval: Duration::from_secs(30) }
+    }
 }
 
 /// The file's layout: every section top-level, unknown keys refused by name. (With the resilience
@@ -61,21 +81,22 @@ struct ConfigFile {
     time_limiter: TimeLimiterConfig,
     retry: RetryConfig,
     rate_limiter: RateLimiterConfig,
+    batch: BatchConfig,
 }
 
 impl From<ConfigFile> for Config {
     fn from(file: ConfigFile) -> Self {
-        let ConfigFile { gemini, image, circuit_breaker, bulkhead, time_limiter, retry, rate_limiter } = file;
+        let ConfigFile { gemini, image, circuit_breaker, bulkhead, time_limiter, retry, rate_limiter, batch } = file;
         let resilience = ResilienceConfig { circuit_breaker, bulkhead, time_limiter, retry, rate_limiter };
-        Self { gemini, image, resilience }
+        Self { gemini, image, resilience, batch }
     }
 }
 
 impl From<Config> for ConfigFile {
     fn from(config: Config) -> Self {
-        let Config { gemini, image, resilience } = config;
+        let Config { gemini, image, resilience, batch } = config;
         let ResilienceConfig { circuit_breaker, bulkhead, time_limiter, retry, rate_limiter } = resilience;
-        Self { gemini, image, circuit_breaker, bulkhead, time_limiter, retry, rate_limiter }
+        Self { gemini, image, circuit_breaker, bulkhead, time_limiter, retry, rate_limiter, batch }
     }
 }
 

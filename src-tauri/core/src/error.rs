@@ -62,6 +62,9 @@ pub enum ErrorCode {
     Conflict,
     /// Reading or writing a local file failed.
     Io,
+    /// A Gemini batch (batch mode) failed, expired, was cancelled or could not be submitted; its
+    /// photos are queued again (the message says why).
+    BatchEnded,
 }
 
 impl ErrorCode {
@@ -91,6 +94,7 @@ impl ErrorCode {
             Self::RevisionConflict => "revision_conflict",
             Self::Conflict => "conflict",
             Self::Io => "io",
+            Self::BatchEnded => "batch_ended",
         }
     }
 }

@@ -292,10 +292,9 @@ impl FakeBatch {
                     .iter()
                     .map(|(meta, result)| match result {
                         Ok(response) => json!({"response": response, "metadata": meta}),
-                        Err(e) => {
-                            json!({"error": {"code": e.code, "message": e.message, "status": e.status},
-                                   "metadata": meta})
-                        }
+                        // A `google.rpc.Status`: the gRPC code, not the HTTP one.
+                        Err(e) => json!({"error": {"code": grpc_code(&e.status), "message": e.message,
+                                                   "details": e.details}, "metadata": meta}),
                     })
                     .collect();
                 let output = json!({"inlinedResponses": {"inlinedResponses": responses}});
@@ -312,6 +311,22 @@ impl FakeBatch {
         }
         op["metadata"] = metadata;
         op
+    }
+}
+
+/// The gRPC code of a canonical status name.
+fn grpc_code(status: &str) -> u32 {
+    match status {
+        "CANCELLED" => 1,
+        "INVALID_ARGUMENT" => 3,
+        "DEADLINE_EXCEEDED" => 4,
+        "NOT_FOUND" => 5,
+        "PERMISSION_DENIED" => 7,
+        "RESOURCE_EXHAUSTED" => 8,
+        "FAILED_PRECONDITION" => 9,
+        "UNAVAILABLE" => 14,
+        "UNAUTHENTICATED" => 16,
+        _ => 13,
     }
 }
 

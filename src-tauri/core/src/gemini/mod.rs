@@ -11,6 +11,7 @@
 //!
 //! No third-party Gemini crate: the wire types are in [`wire`].
 
+pub mod batch;
 mod error;
 mod parse;
 pub mod wire;
@@ -212,15 +213,7 @@ impl GeminiClient {
         if !(200..300).contains(&answer.status) {
             return Err(error::from_status(answer.status, answer.body, &self.inner.model, answer.retry_after));
         }
-        let parsed = parse::parse_generate_response(&answer.body)?;
-        Ok(GeminiExtraction {
-            product: parsed.product,
-            usage: parsed.usage,
-            raw_response: answer.body,
-            model_version: parsed.model_version,
-            finish_reason: parsed.finish_reason,
-            latency,
-        })
+        extraction(answer.body, latency)
     }
 
     /// Lists the model ids the key may use (`GET /v1beta/models`), e.g. for "Test connection".
@@ -309,6 +302,20 @@ impl GeminiClient {
         }
         GeminiError::Network { cause: network_cause(&e, &chain), source: Detail(chain) }
     }
+}
+
+/// A 200 answer's body (a `GenerateContentResponse`, from a direct call or a batch) read into the
+/// product; `latency` is how long it took to come.
+fn extraction(body: String, latency: Duration) -> Result<GeminiExtraction, GeminiError> {
+    let parsed = parse::parse_generate_response(&body)?;
+    Ok(GeminiExtraction {
+        product: parsed.product,
+        usage: parsed.usage,
+        raw_response: body,
+        model_version: parsed.model_version,
+        finish_reason: parsed.finish_reason,
+        latency,
+    })
 }
 
 /// Replaces the key wherever it appears (defence in depth: servers should never echo it).

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use ts_rs::TS;
 
-use super::records::ItemState;
+use super::records::{BatchInfo, ItemState};
 use crate::error::ErrorCode;
 
 /// Items per state.
@@ -18,6 +18,7 @@ pub struct StateCounts {
     pub queued: u32,
     pub preparing: u32,
     pub extracting: u32,
+    pub submitted: u32,
     pub ready: u32,
     pub saved: u32,
     pub failed: u32,
@@ -30,6 +31,7 @@ impl StateCounts {
             ItemState::Queued => self.queued,
             ItemState::Preparing => self.preparing,
             ItemState::Extracting => self.extracting,
+            ItemState::Submitted => self.submitted,
             ItemState::Ready => self.ready,
             ItemState::Saved => self.saved,
             ItemState::Failed => self.failed,
@@ -42,6 +44,7 @@ impl StateCounts {
             ItemState::Queued => &mut self.queued,
             ItemState::Preparing => &mut self.preparing,
             ItemState::Extracting => &mut self.extracting,
+            ItemState::Submitted => &mut self.submitted,
             ItemState::Ready => &mut self.ready,
             ItemState::Saved => &mut self.saved,
             ItemState::Failed => &mut self.failed,
@@ -56,7 +59,7 @@ impl StateCounts {
 
     /// Waiting or in progress.
     pub fn active(&self) -> u32 {
-        self.queued + self.preparing + self.extracting
+        self.queued + self.preparing + self.extracting + self.submitted
     }
 }
 
@@ -119,6 +122,9 @@ pub struct ImportProgress {
     /// refresh the rows it shows.
     #[ts(type = "number")]
     pub changes: u64,
+    /// Batch mode: the batches whose photos are still listed, newest first (their state and the
+    /// time since submission).
+    pub batches: Vec<BatchInfo>,
 }
 
 impl ImportProgress {
@@ -133,6 +139,7 @@ impl ImportProgress {
             status,
             in_flight: 0,
             changes: 0,
+            batches: Vec::new(),
         }
     }
 

@@ -60,6 +60,8 @@ pub(crate) struct Shared {
     /// What the last look at other processes' changes saw.
     pub(crate) follow: Mutex<Follow>,
     pub(crate) options: ImportOptions,
+    /// Batch mode's requests waiting to be submitted.
+    pub(crate) batch: super::batch::BatchLane,
 }
 
 /// Following the changes other processes make to the shared queue.
@@ -144,6 +146,7 @@ impl Shared {
             working: AtomicBool::new(false),
             follow: Mutex::new(Follow::default()),
             options,
+            batch: super::batch::BatchLane::default(),
         }
     }
 
@@ -355,8 +358,11 @@ impl Shared {
         let mut enqueued = Enqueued::default();
         while let Some(batch) = incoming.recv().await {
             let now = self.now();
-            let mut counted =
-                self.counted(move |conn| store::insert_batch(conn, &batch, options.force, options.origin, now)).await?;
+            let mut counted = self
+                .counted(move |conn| {
+                    store::insert_batch(conn, &batch, options.force, options.origin, options.batch, now)
+                })
+                .await?;
             let added = counted.value.report;
             self.publish(&counted, u64::from(added.queued + added.duplicates + added.skipped));
             enqueued.report += added;
