@@ -17,6 +17,7 @@
 //!
 //! [batch]                  # batch imports (`import --batch`, "Overnight" in the window)
 //! poll_interval = "30s"    # how often a batch's state is looked at (backing off on errors)
+//! max_requests = 500       # photos per batch at most (each batch also stays under 20 MB)
 //!
 //! [circuit_breaker]        # and [bulkhead], [time_limiter], [retry], [rate_limiter]:
 //! wait_duration_in_open_state = "15s"   # the resilience stack's sections, see `resilience`
@@ -59,11 +60,25 @@ pub struct BatchConfig {
     /// How often a submitted batch's state is looked at.
     #[serde(with = "humantime_serde")]
     pub poll_interval: Duration,
+    /// Photos in one batch at most (each batch also stays under the 20 MB inline limit).
+    pub max_requests: usize,
 }
 
 impl Default for BatchConfig {
     fn default() -> Self {
-        Self { poll_interval: Duration::from_secs(30) }
+        let queue = crate::import::BatchOptions::default();
+        Self { poll_interval: queue.poll_interval, max_requests: queue.max_requests }
+    }
+}
+
+impl BatchConfig {
+    /// The import queue's batch settings.
+    pub fn import_options(&self) -> crate::import::BatchOptions {
+        crate::import::BatchOptions {
+            poll_interval: self.poll_interval.max(Duration::from_millis(10)),
+            max_requests: self.max_requests.max(1),
+            ..crate::import::BatchOptions::default()
+        }
     }
 }
 

@@ -81,8 +81,7 @@ pub async fn run(state: &AppState, args: ImportArgs) -> i32 {
         Err(message) => return usage_error(&message),
     };
     let run_started = (pipeline.clock())();
-    let mut options = ImportOptions::default();
-    options.batch.poll_interval = state.effective_config().batch.poll_interval;
+    let options = ImportOptions { batch: state.effective_config().batch.import_options(), ..ImportOptions::default() };
     let queue = match ImportQueue::open(pipeline.clone(), options).await {
         Ok(queue) => queue,
         Err(e) => return usage_error(&e.to_string()),

@@ -53,7 +53,7 @@ const detail = (r: ImportRow, attemptId: number, name = `Product ${r.id}`): Impo
 });
 
 const progress = (status: ImportStatus): ImportProgress => ({
-  counts: { queued: 1, preparing: 0, extracting: 0, ready: 0, saved: 0, failed: 0, skipped: 0 },
+  counts: { queued: 1, preparing: 0, extracting: 0, submitted: 0, ready: 0, saved: 0, failed: 0, skipped: 0 },
   total: 1,
   done: 0,
   duplicates: 0,
@@ -62,6 +62,7 @@ const progress = (status: ImportStatus): ImportProgress => ({
   status,
   in_flight: 0,
   changes: 3,
+  batches: [],
 });
 
 const ready = (id: number, at = 2000) =>

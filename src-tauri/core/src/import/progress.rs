@@ -122,8 +122,8 @@ pub struct ImportProgress {
     /// refresh the rows it shows.
     #[ts(type = "number")]
     pub changes: u64,
-    /// Batch mode: the batches whose photos are still listed, newest first (their state and the
-    /// time since submission).
+    /// Batch mode: the newest batches (those not finished, and those that changed since the
+    /// oldest listed item was queued) with their state and time of submission.
     pub batches: Vec<BatchInfo>,
 }
 
