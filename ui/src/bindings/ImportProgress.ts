@@ -38,7 +38,7 @@ in_flight: number,
  */
 changes: number, 
 /**
- * Batch mode: the batches whose photos are still listed, newest first (their state and the
- * time since submission).
+ * Batch mode: the newest batches (those not finished, and those that changed since the
+ * oldest listed item was queued) with their state and time of submission.
  */
 batches: Array<BatchInfo>, };

@@ -161,6 +161,11 @@ const ADVICE: Record<ErrorCode, ErrorAdvice> = {
     hint: "This changed since it was shown (or another product-extractor window is using it). Refresh and try again.",
     action: "none",
   },
+  batch_ended: {
+    title: "Batch ended",
+    hint: "Gemini's batch failed, expired or was cancelled; the photo is queued again and goes in the next batch.",
+    action: "none",
+  },
   io: {
     title: "Unexpected error",
     hint: "Something went wrong reading or writing a file. Check the log for details.",

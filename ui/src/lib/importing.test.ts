@@ -79,7 +79,7 @@ describe("statusLine", () => {
     expect(statusLine(progress({ status: { kind: "finished" }, counts })).text).toContain("review");
   });
   it("says another process works the queue, running while it has work", () => {
-    const busy = { queued: 3, preparing: 0, extracting: 1, ready: 0, saved: 0, failed: 0, skipped: 0 };
+    const busy = { queued: 3, preparing: 0, extracting: 1, submitted: 0, ready: 0, saved: 0, failed: 0, skipped: 0 };
     const line = statusLine(progress({ status: { kind: "worked_elsewhere" }, counts: busy }));
     expect(line.text).toContain("Another product-extractor");
     expect(line.tone).toBe("running");

@@ -145,8 +145,10 @@ impl BatchLane {
         chunks.sealed.take()
     }
 
-    fn has_filling(&self) -> bool {
-        !lock(&self.chunks).filling.is_empty()
+    /// Requests in the lane (filling and sealed).
+    fn waiting(&self) -> usize {
+        let chunks = lock(&self.chunks);
+        chunks.filling.len() + chunks.sealed.as_ref().map_or(0, Vec::len)
     }
 
     fn made_room(&self) {
@@ -227,7 +229,13 @@ async fn step(shared: &Arc<Shared>, backoff: &mut Backoff) -> Result<(), ImportE
     }
     // Submitting, while the queue may send.
     if *shared.gate.borrow() {
-        let flush = shared.batch.has_filling() && shared.store.run(store::batch_items_coming).await? == 0;
+        // The last chunk goes when nothing else will join it: no batch item waits or is being
+        // prepared, and every one marked `extracting` is in the lane already.
+        let waiting = shared.batch.waiting();
+        let flush = waiting > 0 && {
+            let (coming, unlinked) = shared.store.run(store::batch_items_coming).await?;
+            coming == 0 && unlinked <= waiting
+        };
         if let Some(chunk) = shared.batch.take(flush) {
             shared.batch.made_room();
             submit(shared, chunk).await?;

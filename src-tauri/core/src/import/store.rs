@@ -1164,12 +1164,15 @@ pub(crate) fn batch_ended(
     Ok(moved)
 }
 
-/// Batch-mode items that will still join a chunk (queued or being prepared).
-pub(crate) fn batch_items_coming(conn: &mut Connection) -> Result<u32, ImportError> {
+/// Batch-mode items that will still join a chunk: queued or being prepared, and those
+/// `extracting` but in no batch yet (in a chunk, or about to join one).
+pub(crate) fn batch_items_coming(conn: &mut Connection) -> Result<(usize, usize), ImportError> {
     Ok(conn.query_row(
-        "SELECT count(*) FROM import_items WHERE batch = 1 AND state IN ('queued', 'preparing')",
+        "SELECT count(*) FILTER (WHERE state IN ('queued', 'preparing')),
+                count(*) FILTER (WHERE state = 'extracting' AND batch_id IS NULL)
+         FROM import_items WHERE batch = 1",
         [],
-        |r| r.get(0),
+        |r| Ok((r.get::<_, i64>(0)? as usize, r.get::<_, i64>(1)? as usize)),
     )?)
 }
 
