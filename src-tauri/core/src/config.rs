@@ -22,6 +22,9 @@
 //!
 //! [pricing]                # see `pricing`: the daily budget, prices per model
 //! daily_budget_usd = 5.0
+//! [batch]                  # batch imports (`import --batch`, "Overnight" in the window)
+//! poll_interval = "30s"    # how often a batch's state is looked at (backing off on errors)
+//! max_requests = 500       # photos per batch at most (each batch also stays under 20 MB)
 //!
 //! [circuit_breaker]        # and [bulkhead], [time_limiter], [retry], [rate_limiter]:
 //! wait_duration_in_open_state = "15s"   # the resilience stack's sections, see `resilience`
@@ -56,6 +59,37 @@ pub struct Config {
     pub resilience: ResilienceConfig,
     /// Prices per model and the daily budget (`[pricing]`).
     pub pricing: PricingConfig,
+    /// Batch imports.
+    pub batch: BatchConfig,
+}
+
+/// Batch imports through the Gemini Batch API.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BatchConfig {
+    /// How often a submitted batch's state is looked at.
+    #[serde(with = "humantime_serde")]
+    pub poll_interval: Duration,
+    /// Photos in one batch at most (each batch also stays under the 20 MB inline limit).
+    pub max_requests: usize,
+}
+
+impl Default for BatchConfig {
+    fn default() -> Self {
+        let queue = crate::import::BatchOptions::default();
+        Self { poll_interval: queue.poll_interval, max_requests: queue.max_requests }
+    }
+}
+
+impl BatchConfig {
+    /// The import queue's batch settings.
+    pub fn import_options(&self) -> crate::import::BatchOptions {
+        crate::import::BatchOptions {
+            poll_interval: self.poll_interval.max(Duration::from_millis(10)),
+            max_requests: self.max_requests.max(1),
+            ..crate::import::BatchOptions::default()
+        }
+    }
 }
 
 /// The file's layout: every section top-level, unknown keys refused by name. (With the resilience
@@ -73,21 +107,23 @@ struct ConfigFile {
     retry: RetryConfig,
     rate_limiter: RateLimiterConfig,
     pricing: PricingConfig,
+    batch: BatchConfig,
 }
 
 impl From<ConfigFile> for Config {
     fn from(file: ConfigFile) -> Self {
-        let ConfigFile { gemini, image, circuit_breaker, bulkhead, time_limiter, retry, rate_limiter, pricing } = file;
+        let ConfigFile { gemini, image, circuit_breaker, bulkhead, time_limiter, retry, rate_limiter, pricing, batch } =
+            file;
         let resilience = ResilienceConfig { circuit_breaker, bulkhead, time_limiter, retry, rate_limiter };
-        Self { gemini, image, resilience, pricing }
+        Self { gemini, image, resilience, pricing, batch }
     }
 }
 
 impl From<Config> for ConfigFile {
     fn from(config: Config) -> Self {
-        let Config { gemini, image, resilience, pricing } = config;
+        let Config { gemini, image, resilience, pricing, batch } = config;
         let ResilienceConfig { circuit_breaker, bulkhead, time_limiter, retry, rate_limiter } = resilience;
-        Self { gemini, image, circuit_breaker, bulkhead, time_limiter, retry, rate_limiter, pricing }
+        Self { gemini, image, circuit_breaker, bulkhead, time_limiter, retry, rate_limiter, pricing, batch }
     }
 }
 

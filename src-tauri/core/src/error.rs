@@ -71,6 +71,9 @@ pub enum ErrorCode {
     Io,
     /// The next Gemini call would pass today's budget (`pricing.daily_budget_usd`).
     BudgetSpent,
+    /// A Gemini batch (batch mode) failed, expired, was cancelled or could not be submitted; its
+    /// photos are queued again (the message says why).
+    BatchEnded,
 }
 
 impl ErrorCode {
@@ -104,6 +107,7 @@ impl ErrorCode {
             Self::Conflict => "conflict",
             Self::Io => "io",
             Self::BudgetSpent => "budget_spent",
+            Self::BatchEnded => "batch_ended",
         }
     }
 }

@@ -168,6 +168,11 @@ impl Pipeline {
         self
     }
 
+    /// The price table, shared with the calls it prices.
+    pub fn pricing_table(&self) -> Arc<PricingConfig> {
+        self.pricing.clone()
+    }
+
     pub fn pricing(&self) -> &PricingConfig {
         &self.pricing
     }

@@ -29,8 +29,10 @@ const EARLIER: &[Earlier] = &[
     Earlier { version: 3, seed: SEED_V3 },
     // 0004 added the import queue: one item waiting, one ready for review.
     Earlier { version: 4, seed: SEED_V4 },
-    // 0005 added the items' origin, which defaults to a bulk import: the same rows.
-    Earlier { version: 5, seed: SEED_V4 },
+    // 0005 added the items' origin: an interactive item waiting for review.
+    Earlier { version: 5, seed: SEED_V5 },
+    // 0006 added the attempts' cost columns (NULL for old attempts): the same rows.
+    Earlier { version: 6, seed: SEED_V5 },
 ];
 
 /// Three photos; a proposed and a failed attempt; three products: one reviewed from a proposal
@@ -63,11 +65,25 @@ SELECT 2, '/shoot/ready.jpg', sha256, 'ready', 1, 1, '{"name":"Oat Drnk"}', '[]'
 "#
 );
 
+/// [`SEED_V4`] with an interactive item being extracted when the app stopped, as version 5
+/// writes it.
+const SEED_V5: &str = concat!(
+    seed_v3!(),
+    r#"
+INSERT INTO import_items (id, path, state, queued_at, updated_at) VALUES (1, '/shoot/waiting.jpg', 'queued', 1, 1);
+INSERT INTO import_items (id, path, sha256, state, photo_id, attempt_id, proposal_json, flags_json, queued_at, updated_at)
+SELECT 2, '/shoot/ready.jpg', sha256, 'ready', 1, 1, '{"name":"Oat Drnk"}', '[]', 2, 2 FROM photos WHERE id = 1;
+INSERT INTO import_items (id, path, state, photo_id, origin, queued_at, updated_at)
+VALUES (3, '/drop/mug.jpg', 'extracting', 2, 'interactive', 3, 3);
+"#
+);
+
 fn earlier_file(dir: &std::path::Path, earlier: &Earlier) -> std::path::PathBuf {
     let path = dir.join(format!("catalog-v{}.sqlite3", earlier.version));
     let mut conn = Connection::open(&path).unwrap();
-    let versions: Vec<u32> = (1..=earlier.version).collect();
-    assert_eq!(migrations::apply(&mut conn, &MIGRATIONS[..earlier.version as usize]).unwrap(), versions);
+    let upto: Vec<_> = MIGRATIONS.iter().copied().filter(|m| m.version <= earlier.version).collect();
+    let versions: Vec<u32> = upto.iter().map(|m| m.version).collect();
+    assert_eq!(migrations::apply(&mut conn, &upto).unwrap(), versions);
     conn.execute_batch(earlier.seed).unwrap();
     assert_eq!(migrations::schema_version(&conn).unwrap(), earlier.version);
     path
@@ -76,7 +92,8 @@ fn earlier_file(dir: &std::path::Path, earlier: &Earlier) -> std::path::PathBuf 
 #[test]
 fn every_earlier_version_has_a_fixture() {
     let versions: Vec<u32> = EARLIER.iter().map(|e| e.version).collect();
-    assert_eq!(versions, (1..SCHEMA_VERSION).collect::<Vec<_>>(), "add a row to EARLIER for the new migration");
+    let expected: Vec<u32> = MIGRATIONS.iter().map(|m| m.version).filter(|v| *v < SCHEMA_VERSION).collect();
+    assert_eq!(versions, expected, "add a row to EARLIER for the new migration");
 }
 
 #[tokio::test]
@@ -94,6 +111,38 @@ async fn a_catalog_from_every_earlier_version_opens_with_its_data_intact() {
             let rows: Vec<_> = page.rows.iter().map(|r| (r.id, r.state, r.origin)).collect();
             use pe_core::import::{ItemOrigin, ItemState};
             assert_eq!(rows, [(1, ItemState::Queued, ItemOrigin::Import), (2, ItemState::Ready, ItemOrigin::Import)]);
+        }
+        if from == 5 {
+            // 0007 rebuilt the queue with the `submitted` state: every item and its origin kept, none in
+            // batch mode, no batch yet.
+            let queue = pe_core::import::ImportStore::new(catalog.clone());
+            let page = queue.items(0, 10, None).await.unwrap();
+            let rows: Vec<_> = page.rows.iter().map(|r| (r.id, r.state, r.origin, r.photo_id)).collect();
+            use pe_core::import::{ItemOrigin, ItemState};
+            assert_eq!(
+                rows,
+                [
+                    (1, ItemState::Queued, ItemOrigin::Import, None),
+                    (2, ItemState::Ready, ItemOrigin::Import, Some(1)),
+                    (3, ItemState::Extracting, ItemOrigin::Interactive, Some(2)),
+                ]
+            );
+            let (batch_items, batches, indexes): (i64, i64, i64) = catalog
+                .with_connection(|c| {
+                    Ok((
+                        c.query_row("SELECT count(*) FROM import_items WHERE batch <> 0 OR batch_id IS NOT NULL", [], |r| r.get(0))?,
+                        c.query_row("SELECT count(*) FROM batches", [], |r| r.get(0))?,
+                        c.query_row("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'import_items' AND sql IS NOT NULL", [], |r| r.get(0))?,
+                    ))
+                })
+                .await
+                .unwrap();
+            assert_eq!((batch_items, batches, indexes), (0, 0, 7), "the queue's indexes are all back");
+            // The new CHECKs hold: a submitted item needs its batch.
+            let refused = catalog
+                .with_connection(|c| Ok(c.execute("UPDATE import_items SET state = 'submitted' WHERE id = 3", [])?))
+                .await;
+            assert!(refused.is_err(), "a submitted item without a batch was accepted");
         }
 
         // The rows, as the current API reads them.

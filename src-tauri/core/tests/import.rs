@@ -640,7 +640,7 @@ async fn pause_resume_cancel_and_clear_done() {
 
     queue.resume();
     wait_until("a call after resume", || s.fake.generate_count() > sent).await;
-    queue.cancel().await;
+    queue.cancel().await.unwrap();
     let p = queue.progress().borrow().clone();
     assert_eq!(p.status, ImportStatus::Idle);
     assert_eq!((p.counts.preparing, p.counts.extracting, p.counts.failed), (0, 0, 0));

@@ -25,6 +25,7 @@
 //! - Logs nothing that includes a key. Dropping it or [`FakeGemini::shutdown`] stops it; hanging
 //!   and stalled answers end at shutdown.
 
+pub mod batches;
 pub mod demo_photos;
 pub mod photos;
 pub mod products;
@@ -48,6 +49,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use batches::{BatchFate, BatchTiming, Batches};
 use validate::{ApiError, Checked};
 
 /// How many requests [`FakeGemini::requests`] keeps (the oldest are dropped), so a long demo
@@ -191,6 +193,11 @@ struct Shared {
     /// `models.get` answers 503 while set (a lookup failing while generation works).
     fail_models_get: std::sync::atomic::AtomicBool,
     stop: watch::Receiver<bool>,
+    /// The Batch API's batches (see [`batches`]).
+    batches: Mutex<Batches>,
+    batch_timing: Mutex<BatchTiming>,
+    /// How the next batches end (then [`BatchFate::Succeed`]).
+    batch_fates: Mutex<VecDeque<BatchFate>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -217,6 +224,9 @@ impl FakeGemini {
             answers: AtomicU64::new(0),
             fail_models_get: std::sync::atomic::AtomicBool::new(false),
             stop: stop_rx.clone(),
+            batches: Mutex::new(Batches::default()),
+            batch_timing: Mutex::new(BatchTiming::default()),
+            batch_fates: Mutex::new(VecDeque::new()),
         });
         let app = Router::new()
             .fallback(handle)
@@ -279,6 +289,23 @@ impl FakeGemini {
     /// The client sends the same bytes for the same photo, so this counts sends per photo.
     pub fn generate_counts_per_body(&self) -> std::collections::HashMap<u64, usize> {
         lock(&self.state.per_body).clone()
+    }
+
+    /// How the next batch created ends (scripted in order; then every batch succeeds). Each
+    /// request of a batch takes the next [`Behavior`] of [`FakeGemini::push`]'s script.
+    pub fn push_batch(&self, fate: BatchFate) {
+        lock(&self.state.batch_fates).push_back(fate);
+    }
+
+    /// How many polls (`GET batches/{id}`) a batch stays pending, then running.
+    pub fn set_batch_timing(&self, timing: BatchTiming) {
+        *lock(&self.state.batch_timing) = timing;
+    }
+
+    /// Batches accepted by `batchGenerateContent`, and the requests in them.
+    pub fn batch_submissions(&self) -> (usize, usize) {
+        let batches = lock(&self.state.batches);
+        (batches.submissions, batches.submitted_requests)
     }
 
     /// The most `generateContent` requests that were in progress at the same time.
@@ -490,6 +517,9 @@ async fn route(
     generate_model: Option<&str>,
     body: &[u8],
 ) -> Response {
+    if let Some(response) = batch_route(state, method, path, key.as_deref(), body) {
+        return response;
+    }
     let list = path == "/v1beta/models" || path == "/v1beta/models/";
     let get_model = path.strip_prefix("/v1beta/models/").filter(|m| !m.is_empty() && !m.contains([':', '/']));
     if !list && generate_model.is_none() && get_model.is_none() {
@@ -500,12 +530,8 @@ async fn route(
         return not_found_page(path);
     }
     // The key: missing, or not one we know.
-    match key.as_deref() {
-        None | Some("") => return error_response(&ApiError::unregistered_caller()),
-        Some(k) if !state.api_keys.is_empty() && !state.api_keys.iter().any(|known| known == k) => {
-            return error_response(&ApiError::api_key_invalid());
-        }
-        Some(_) => {}
+    if let Some(e) = key_error(state, key.as_deref()) {
+        return error_response(&e);
     }
     let known_model = |m: &str| state.models.is_empty() || state.models.iter().any(|k| k == m);
     if list {
@@ -537,6 +563,80 @@ async fn route(
     answer(state, conn, model, &checked, behavior).await
 }
 
+/// The key's check, as every method answers it.
+fn key_error(state: &Shared, key: Option<&str>) -> Option<ApiError> {
+    match key {
+        None | Some("") => Some(ApiError::unregistered_caller()),
+        Some(k) if !state.api_keys.is_empty() && !state.api_keys.iter().any(|known| known == k) => {
+            Some(ApiError::api_key_invalid())
+        }
+        Some(_) => None,
+    }
+}
+
+/// The Batch API's paths ([`batches`]); `None` for any other path.
+fn batch_route(state: &Shared, method: &Method, path: &str, key: Option<&str>, body: &[u8]) -> Option<Response> {
+    let create = path.strip_prefix("/v1beta/models/").and_then(|r| r.strip_suffix(":batchGenerateContent"));
+    let rest = path.strip_prefix("/v1beta/batches");
+    if create.is_none() && rest.is_none() {
+        return None;
+    }
+    let (cancel, get, list) = match rest {
+        Some("" | "/") => (None, None, true),
+        Some(r) => {
+            let id = r.strip_prefix('/').unwrap_or(r);
+            match id.strip_suffix(":cancel") {
+                Some(id) => (Some(id), None, false),
+                None => (None, Some(id), false),
+            }
+        }
+        None => (None, None, false),
+    };
+    let method_ok = if create.is_some() || cancel.is_some() { method == Method::POST } else { method == Method::GET };
+    if !method_ok || [cancel, get].iter().flatten().any(|id| id.is_empty() || id.contains(['/', ':'])) {
+        return Some(not_found_page(path));
+    }
+    if let Some(e) = key_error(state, key) {
+        return Some(error_response(&e));
+    }
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let missing = |id: &str| {
+        error_response(&ApiError::new(404, "NOT_FOUND", format!("Requested entity was not found. (batches/{id})")))
+    };
+    if let Some(model) = create {
+        if !(state.models.is_empty() || state.models.iter().any(|k| k == model)) {
+            return Some(error_response(&ApiError::model_not_found(model)));
+        }
+        let checked = match batches::check_batch_request(body) {
+            Ok(checked) => checked,
+            Err(e) => return Some(error_response(&e)),
+        };
+        let results = batches::answers(state, model, &checked.requests);
+        let timing = *lock(&state.batch_timing);
+        let fate = lock(&state.batch_fates).pop_front().unwrap_or(BatchFate::Succeed);
+        let op = lock(&state.batches).create(model, checked.display_name, results, timing, fate, now);
+        return Some(json_response(200, &op));
+    }
+    if let Some(id) = cancel {
+        return Some(match lock(&state.batches).cancel(id) {
+            Some(()) => json_response(200, &json!({})),
+            None => missing(id),
+        });
+    }
+    if let Some(id) = get {
+        return Some(match lock(&state.batches).poll(id, now) {
+            Some(op) => json_response(200, &op),
+            None => missing(id),
+        });
+    }
+    Some(if list { json_response(200, &lock(&state.batches).list(now)) } else { not_found_page(path) })
+}
+
+/// The default answer: a product for the image.
+fn plain_product(state: &Shared, model: &str, checked: &Checked) -> Value {
+    product_answer(state, model, checked, Shape::Plain, None)
+}
+
 /// The model resource: an alias names the concrete model in `baseModelId` and `version`; a model
 /// whose thinking rules the fake knows says `thinking: true`, others leave `thinking` out.
 fn model_info(model: &str) -> Value {
@@ -565,85 +665,17 @@ enum Shape {
 }
 
 async fn answer(state: &Shared, conn: &Conn, model: &str, checked: &Checked, behavior: Behavior) -> Response {
+    let behavior = match content_answer(state, model, checked, behavior) {
+        Ok(Ok(body)) => return json_response(200, &body),
+        Ok(Err(e)) => return error_response(&e),
+        Err(transport) => transport,
+    };
     match behavior {
-        Behavior::Product => json_response(200, &product_answer(state, model, checked, Shape::Plain, None)),
-        Behavior::Fixed(v) => json_response(200, &product_answer(state, model, checked, Shape::Plain, Some(v))),
-        Behavior::Fenced => json_response(200, &product_answer(state, model, checked, Shape::Fenced, None)),
-        Behavior::Prose => json_response(200, &product_answer(state, model, checked, Shape::Prose, None)),
-        Behavior::ThoughtParts => json_response(200, &product_answer(state, model, checked, Shape::Thought, None)),
-        Behavior::MaxTokensTruncated => {
-            json_response(200, &product_answer(state, model, checked, Shape::Truncated, None))
-        }
-        Behavior::ThinkingExhausted => {
-            let mut v = text_answer(state, model, checked, Vec::new(), "MAX_TOKENS");
-            v["candidates"][0]["content"] = json!({"role": "model"});
-            let cap = checked.max_output_tokens.unwrap_or(8192);
-            let prompt = v["usageMetadata"]["promptTokenCount"].as_u64().unwrap_or(0);
-            v["usageMetadata"]["thoughtsTokenCount"] = json!(cap);
-            v["usageMetadata"]["totalTokenCount"] = json!(prompt + u64::from(cap));
-            json_response(200, &v)
-        }
-        Behavior::FinishReason(reason) => {
-            let mut v = text_answer(state, model, checked, Vec::new(), &reason);
-            let candidate = v["candidates"][0].as_object_mut().expect("candidate");
-            candidate.remove("content");
-            candidate.insert("safetyRatings".into(), safety_ratings(reason.contains("SAFETY")));
-            json_response(200, &v)
-        }
-        Behavior::Garbage => {
-            let text = "I'm sorry, but I can't make out a product in this image. It seems to show a blurry \
-                        surface; could you send a clearer photo of the packaging?";
-            json_response(200, &text_answer(state, model, checked, vec![json!({"text": text})], "STOP"))
-        }
-        Behavior::NoParts => {
-            let mut v = text_answer(state, model, checked, Vec::new(), "STOP");
-            v["candidates"][0]["content"] = json!({"role": "model"});
-            json_response(200, &v)
-        }
-        Behavior::FinishSafety => {
-            let mut v = text_answer(state, model, checked, Vec::new(), "SAFETY");
-            let candidate = v["candidates"][0].as_object_mut().expect("candidate");
-            candidate.remove("content");
-            candidate.insert("safetyRatings".into(), safety_ratings(true));
-            json_response(200, &v)
-        }
-        Behavior::NoCandidatesBlocked(reason) => {
-            let prompt = prompt_tokens(checked);
-            json_response(
-                200,
-                &json!({"promptFeedback": {"blockReason": reason, "safetyRatings": safety_ratings(true)},
-                        "usageMetadata": {"promptTokenCount": prompt, "totalTokenCount": prompt},
-                        "modelVersion": model, "responseId": state.response_id()}),
-            )
-        }
-        Behavior::Quota { retry_delay } => error_response(&ApiError::quota(model, retry_delay)),
-        Behavior::DailyQuota => error_response(&ApiError::daily_quota(model)),
-        Behavior::FailedPrecondition => error_response(&ApiError::failed_precondition()),
-        Behavior::RequestTimeout => {
-            error_response(&ApiError::new(408, "DEADLINE_EXCEEDED", "Request Timeout: the request took too long to arrive."))
-        }
-        Behavior::Unavailable => {
-            error_response(&ApiError::new(503, "UNAVAILABLE", "The model is overloaded. Please try again later."))
-        }
-        Behavior::Internal => error_response(&ApiError::new(
-            500,
-            "INTERNAL",
-            "An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting",
-        )),
-        Behavior::DeadlineExceeded => error_response(&ApiError::new(
-            504,
-            "DEADLINE_EXCEEDED",
-            "The service could not finish the request within the deadline. Please retry with a shorter input or a longer deadline.",
-        )),
-        Behavior::InvalidImage => error_response(&ApiError::invalid_argument("Provided image is not valid.")),
-        Behavior::HttpError { code, status, message } => {
-            error_response(&ApiError::new(code, status, message))
-        }
-        Behavior::Hang => {
+        Transport::Hang => {
             state.until_stopped().await;
             error_response(&ApiError::new(503, "UNAVAILABLE", "The service is shutting down."))
         }
-        Behavior::StallBody => {
+        Transport::StallBody => {
             let full = serde_json::to_string_pretty(&product_answer(state, model, checked, Shape::Plain, None))
                 .unwrap_or_default();
             let head = format!(
@@ -659,19 +691,108 @@ async fn answer(state: &Shared, conn: &Conn, model: &str, checked: &Checked, beh
             }
             StatusCode::SERVICE_UNAVAILABLE.into_response()
         }
-        Behavior::CloseConnection => {
+        Transport::CloseConnection => {
             if !conn.close() {
                 state.until_stopped().await;
             }
             StatusCode::SERVICE_UNAVAILABLE.into_response()
         }
-        Behavior::Slow(d) => {
+        Transport::Slow(d) => {
             if !state.sleep(d).await {
                 return error_response(&ApiError::new(503, "UNAVAILABLE", "The service is shutting down."));
             }
             json_response(200, &product_answer(state, model, checked, Shape::Plain, None))
         }
     }
+}
+
+/// The behaviors that act on the connection rather than on the content.
+enum Transport {
+    Hang,
+    StallBody,
+    CloseConnection,
+    Slow(Duration),
+}
+
+/// The answer of a behavior that is about content (a body or an error envelope), shared by
+/// `generateContent` and each request of a batch; `Err` gives back the behaviors that act on the
+/// connection (hang, stall, close, slow), which only a direct call can show.
+fn content_answer(
+    state: &Shared,
+    model: &str,
+    checked: &Checked,
+    behavior: Behavior,
+) -> Result<Result<Value, ApiError>, Transport> {
+    Ok(match behavior {
+        Behavior::Product => Ok(product_answer(state, model, checked, Shape::Plain, None)),
+        Behavior::Fixed(v) => Ok(product_answer(state, model, checked, Shape::Plain, Some(v))),
+        Behavior::Fenced => Ok(product_answer(state, model, checked, Shape::Fenced, None)),
+        Behavior::Prose => Ok(product_answer(state, model, checked, Shape::Prose, None)),
+        Behavior::ThoughtParts => Ok(product_answer(state, model, checked, Shape::Thought, None)),
+        Behavior::MaxTokensTruncated => Ok(product_answer(state, model, checked, Shape::Truncated, None)),
+        Behavior::Garbage => {
+            let text = "I'm sorry, but I can't make out a product in this image. It seems to show a blurry \
+                        surface; could you send a clearer photo of the packaging?";
+            Ok(text_answer(state, model, checked, vec![json!({"text": text})], "STOP"))
+        }
+        Behavior::NoParts => {
+            let mut v = text_answer(state, model, checked, Vec::new(), "STOP");
+            v["candidates"][0]["content"] = json!({"role": "model"});
+            Ok(v)
+        }
+        Behavior::FinishSafety => {
+            let mut v = text_answer(state, model, checked, Vec::new(), "SAFETY");
+            let candidate = v["candidates"][0].as_object_mut().expect("candidate");
+            candidate.remove("content");
+            candidate.insert("safetyRatings".into(), safety_ratings(true));
+            Ok(v)
+        }
+        Behavior::NoCandidatesBlocked(reason) => {
+            let prompt = prompt_tokens(checked);
+            Ok(json!({"promptFeedback": {"blockReason": reason, "safetyRatings": safety_ratings(true)},
+                      "usageMetadata": {"promptTokenCount": prompt, "totalTokenCount": prompt},
+                      "modelVersion": model, "responseId": state.response_id()}))
+        }
+        Behavior::ThinkingExhausted => {
+            let mut v = text_answer(state, model, checked, Vec::new(), "MAX_TOKENS");
+            v["candidates"][0]["content"] = json!({"role": "model"});
+            let cap = checked.max_output_tokens.unwrap_or(8192);
+            let prompt = v["usageMetadata"]["promptTokenCount"].as_u64().unwrap_or(0);
+            v["usageMetadata"]["thoughtsTokenCount"] = json!(cap);
+            v["usageMetadata"]["totalTokenCount"] = json!(prompt + u64::from(cap));
+            Ok(v)
+        }
+        Behavior::FinishReason(reason) => {
+            let mut v = text_answer(state, model, checked, Vec::new(), &reason);
+            let candidate = v["candidates"][0].as_object_mut().expect("candidate");
+            candidate.remove("content");
+            candidate.insert("safetyRatings".into(), safety_ratings(reason.contains("SAFETY")));
+            Ok(v)
+        }
+        Behavior::Quota { retry_delay } => Err(ApiError::quota(model, retry_delay)),
+        Behavior::DailyQuota => Err(ApiError::daily_quota(model)),
+        Behavior::FailedPrecondition => Err(ApiError::failed_precondition()),
+        Behavior::RequestTimeout => {
+            Err(ApiError::new(408, "DEADLINE_EXCEEDED", "Request Timeout: the request took too long to arrive."))
+        }
+        Behavior::Unavailable => Err(ApiError::new(503, "UNAVAILABLE", "The model is overloaded. Please try again later.")),
+        Behavior::Internal => Err(ApiError::new(
+            500,
+            "INTERNAL",
+            "An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting",
+        )),
+        Behavior::DeadlineExceeded => Err(ApiError::new(
+            504,
+            "DEADLINE_EXCEEDED",
+            "The service could not finish the request within the deadline. Please retry with a shorter input or a longer deadline.",
+        )),
+        Behavior::InvalidImage => Err(ApiError::invalid_argument("Provided image is not valid.")),
+        Behavior::HttpError { code, status, message } => Err(ApiError::new(code, status, message)),
+        Behavior::Hang => return Err(Transport::Hang),
+        Behavior::StallBody => return Err(Transport::StallBody),
+        Behavior::CloseConnection => return Err(Transport::CloseConnection),
+        Behavior::Slow(d) => return Err(Transport::Slow(d)),
+    })
 }
 
 fn safety_ratings(blocked: bool) -> Value {

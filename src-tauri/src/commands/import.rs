@@ -25,11 +25,16 @@ pub async fn contains_folder(paths: Vec<String>) -> Result<bool, ErrorReport> {
         .map_err(|e| ErrorReport::new(ErrorCode::Io, format!("a background task failed: {e}")))
 }
 
-/// Queues files and folders (recursively); the runner starts on them at once.
-pub async fn import_paths(state: State<'_, AppState>, paths: Vec<String>) -> Result<EnqueueReport, ErrorReport> {
+/// Queues files and folders (recursively); the runner starts on them at once. `batch`: through
+/// the Gemini Batch API ("Overnight", half price).
+pub async fn import_paths(
+    state: State<'_, AppState>,
+    paths: Vec<String>,
+    batch: bool,
+) -> Result<EnqueueReport, ErrorReport> {
     let queue = state.import_queue().await?;
     let paths = paths.into_iter().map(PathBuf::from).collect();
-    Ok(queue.enqueue(paths, EnqueueOptions::default()).await?)
+    Ok(queue.enqueue(paths, EnqueueOptions { batch, ..EnqueueOptions::default() }).await?)
 }
 
 pub async fn import_progress(state: State<'_, AppState>) -> Result<ImportProgress, ErrorReport> {
@@ -59,7 +64,7 @@ pub async fn import_control(state: State<'_, AppState>, action: ImportControl) -
     match action {
         ImportControl::Pause => queue.pause(),
         ImportControl::Resume => queue.resume(),
-        ImportControl::Cancel => queue.cancel().await,
+        ImportControl::Cancel => queue.cancel().await?,
         ImportControl::RetryFailed => {
             queue.retry_failed().await?;
         }

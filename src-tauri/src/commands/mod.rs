@@ -122,7 +122,7 @@ registry! {
     catalog::backup_catalog(state, path: String) -> BackupSummary;
     catalog::restore_catalog(state, path: String) -> RestoreSummary;
     import::contains_folder(paths: Vec<String>) -> bool;
-    import::import_paths(state, paths: Vec<String>) -> EnqueueReport;
+    import::import_paths(state, paths: Vec<String>, batch: bool) -> EnqueueReport;
     import::import_progress(state) -> ImportProgress;
     import::import_items(state, offset: u32, limit: u32, states: Option<Vec<ItemState>>) -> ImportPage;
     import::import_item(state, id: ItemId) -> ImportItemDetail;

@@ -7,4 +7,4 @@
  * extracting items go back to queued when the app restarts or the import is cancelled; ready
  * items keep their result and are never sent again.
  */
-export type ItemState = "queued" | "preparing" | "extracting" | "ready" | "saved" | "failed" | "skipped";
+export type ItemState = "queued" | "preparing" | "extracting" | "submitted" | "ready" | "saved" | "failed" | "skipped";

@@ -3,4 +3,4 @@
 /**
  * Items per state.
  */
-export type StateCounts = { queued: number, preparing: number, extracting: number, ready: number, saved: number, failed: number, skipped: number, };
+export type StateCounts = { queued: number, preparing: number, extracting: number, submitted: number, ready: number, saved: number, failed: number, skipped: number, };

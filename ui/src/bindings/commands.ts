@@ -61,7 +61,7 @@ export function commands(invoke: Invoke) {
     backupCatalog: (path: string) => invoke<BackupSummary>("backup_catalog", { path }),
     restoreCatalog: (path: string) => invoke<RestoreSummary>("restore_catalog", { path }),
     containsFolder: (paths: Array<string>) => invoke<boolean>("contains_folder", { paths }),
-    importPaths: (paths: Array<string>) => invoke<EnqueueReport>("import_paths", { paths }),
+    importPaths: (paths: Array<string>, batch: boolean) => invoke<EnqueueReport>("import_paths", { paths, batch }),
     importProgress: () => invoke<ImportProgress>("import_progress"),
     importItems: (offset: number, limit: number, states: Array<ItemState> | null) => invoke<ImportPage>("import_items", { offset, limit, states }),
     importItem: (id: number) => invoke<ImportItemDetail>("import_item", { id }),

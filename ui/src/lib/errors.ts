@@ -184,6 +184,11 @@ const ADVICE: Record<ErrorCode, ErrorAdvice> = {
     hint: "Today's Gemini budget would be passed. Raise it in Settings, or try again tomorrow.",
     action: "open_settings",
   },
+  batch_ended: {
+    title: "Batch ended",
+    hint: "Gemini's batch failed, expired or was cancelled; the photo is queued again and goes in the next batch.",
+    action: "none",
+  },
   io: {
     title: "Unexpected error",
     hint: "Something went wrong reading or writing a file. Check the log for details.",

@@ -53,7 +53,7 @@ const detail = (r: ImportRow, attemptId: number, name = `Product ${r.id}`): Impo
 });
 
 const progress = (status: ImportStatus): ImportProgress => ({
-  counts: { queued: 1, preparing: 0, extracting: 0, ready: 0, saved: 0, failed: 0, skipped: 0 },
+  counts: { queued: 1, preparing: 0, extracting: 0, submitted: 0, ready: 0, saved: 0, failed: 0, skipped: 0 },
   total: 1,
   done: 0,
   duplicates: 0,
@@ -63,6 +63,7 @@ const progress = (status: ImportStatus): ImportProgress => ({
   in_flight: 0,
   changes: 3,
   cost: { calls: 0, input_tokens: 0, cached_tokens: 0, output_tokens: 0, usd: 0, unpriced_calls: 0 },
+  batches: [],
 });
 
 const ready = (id: number, at = 2000) =>

@@ -29,6 +29,8 @@ export interface ExtractCard {
 
 export function cardStatus(row: ImportRow): CardStatus {
   if (row.state === "skipped") return row.skipped?.reason === "already_in_catalog" ? "duplicate" : "skipped";
+  // Dropped photos are never batched; a batch item shows as being extracted.
+  if (row.state === "submitted") return "extracting";
   return row.state;
 }
 

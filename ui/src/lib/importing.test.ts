@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import type { ImportProgress } from "../bindings/ImportProgress";
 import type { ImportRow } from "../bindings/ImportRow";
-import { describeEnqueue, formatEta, formatThroughput, looksLikeText, percentDone, rowDetail, statusLine } from "./importing";
+import { batchLine, describeEnqueue, formatEta, formatSince, formatThroughput, looksLikeText, percentDone, rowDetail, statusLine } from "./importing";
 
 function progress(overrides: Partial<ImportProgress> = {}): ImportProgress {
   return {
-    counts: { queued: 0, preparing: 0, extracting: 0, ready: 0, saved: 0, failed: 0, skipped: 0 },
+    counts: { queued: 0, preparing: 0, extracting: 0, submitted: 0, ready: 0, saved: 0, failed: 0, skipped: 0 },
     total: 0,
     done: 0,
     duplicates: 0,
@@ -15,6 +15,7 @@ function progress(overrides: Partial<ImportProgress> = {}): ImportProgress {
     in_flight: 0,
     changes: 0,
     cost: { calls: 0, input_tokens: 0, cached_tokens: 0, output_tokens: 0, usd: 0, unpriced_calls: 0 },
+    batches: [],
     ...overrides,
   };
 }
@@ -80,11 +81,11 @@ describe("statusLine", () => {
     expect(line).toEqual({ text: "Stopped: Gemini rejected the API key — open Settings.", tone: "stopped" });
   });
   it("points at review when done with ready items", () => {
-    const counts = { queued: 0, preparing: 0, extracting: 0, ready: 2, saved: 1, failed: 0, skipped: 0 };
+    const counts = { queued: 0, preparing: 0, extracting: 0, submitted: 0, ready: 2, saved: 1, failed: 0, skipped: 0 };
     expect(statusLine(progress({ status: { kind: "finished" }, counts })).text).toContain("review");
   });
   it("says another process works the queue, running while it has work", () => {
-    const busy = { queued: 3, preparing: 0, extracting: 1, ready: 0, saved: 0, failed: 0, skipped: 0 };
+    const busy = { queued: 3, preparing: 0, extracting: 1, submitted: 0, ready: 0, saved: 0, failed: 0, skipped: 0 };
     const line = statusLine(progress({ status: { kind: "worked_elsewhere" }, counts: busy }));
     expect(line.text).toContain("Another product-extractor");
     expect(line.tone).toBe("running");
@@ -118,5 +119,26 @@ describe("describeEnqueue", () => {
     expect(describeEnqueue({ queued: 12, duplicates: 3, skipped: 1, unchanged: 2 })).toBe(
       "12 photos queued, 3 already known (not sent again), 1 skipped, 2 already listed.",
     );
+  });
+});
+
+describe("batches", () => {
+  const t0 = 1_700_000_000_000;
+
+  it("says how long ago a batch was submitted", () => {
+    expect(formatSince(t0, t0 + 30_000)).toBe("just now");
+    expect(formatSince(t0, t0 + 12 * 60_000)).toBe("12 min ago");
+    expect(formatSince(t0, t0 + 120 * 60_000)).toBe("2 h ago");
+    expect(formatSince(t0, t0 + 185 * 60_000)).toBe("3 h 5 min ago");
+    expect(formatSince(t0 + 5_000, t0)).toBe("just now");
+  });
+
+  it("lists a batch's state, size, age and reason", () => {
+    const running = { name: "batches/abc", state: "running" as const, requests: 20, submitted_at: t0, last_polled_at: t0, error: null };
+    expect(batchLine(running, t0 + 45 * 60_000)).toBe("Batch running · 20 photos · submitted 45 min ago");
+    const submitting = { ...running, name: null, state: "submitting" as const, requests: 1, submitted_at: null };
+    expect(batchLine(submitting, t0)).toBe("Batch submitting · 1 photo");
+    const expired = { ...running, state: "expired" as const, error: "Gemini's batch expired; the photo is queued again." };
+    expect(batchLine(expired, t0)).toBe("Batch expired · 20 photos · submitted just now · Gemini's batch expired; the photo is queued again.");
   });
 });

@@ -1,22 +1,54 @@
 // The import queue as the window shows it: the status line, the progress numbers and the row
 // labels. Pure functions over the backend's ImportProgress / ImportRow, so they are tested here.
+import { plural } from "./format";
+import type { BatchInfo } from "../bindings/BatchInfo";
+import type { BatchPhase } from "../bindings/BatchPhase";
 import type { EnqueueReport } from "../bindings/EnqueueReport";
 import type { ImportProgress } from "../bindings/ImportProgress";
 import type { ImportRow } from "../bindings/ImportRow";
 import type { ItemState } from "../bindings/ItemState";
 
 /** The states in the order the counts are shown. */
-export const STATE_ORDER: ItemState[] = ["queued", "preparing", "extracting", "ready", "saved", "failed", "skipped"];
+export const STATE_ORDER: ItemState[] = ["queued", "preparing", "extracting", "submitted", "ready", "saved", "failed", "skipped"];
 
 export const STATE_LABELS: Record<ItemState, string> = {
   queued: "Queued",
   preparing: "Preparing",
   extracting: "Extracting",
+  submitted: "In a batch",
   ready: "Ready for review",
   saved: "Saved",
   failed: "Failed",
   skipped: "Skipped",
 };
+
+export const BATCH_PHASE_LABELS: Record<BatchPhase, string> = {
+  submitting: "Submitting",
+  pending: "Pending",
+  running: "Running",
+  succeeded: "Succeeded",
+  failed: "Failed",
+  cancelled: "Cancelled",
+  expired: "Expired",
+};
+
+/** "just now", "12 min", "3 h 5 min": how long ago `sinceMs` was at `nowMs`. */
+export function formatSince(sinceMs: number, nowMs: number): string {
+  const minutes = Math.floor(Math.max(0, nowMs - sinceMs) / 60_000);
+  if (minutes < 1) return "just now";
+  if (minutes < 60) return `${minutes} min ago`;
+  const hours = Math.floor(minutes / 60);
+  const rest = minutes % 60;
+  return rest === 0 ? `${hours} h ago` : `${hours} h ${rest} min ago`;
+}
+
+/** One batch of a batch-mode import, as the progress view lists it. */
+export function batchLine(batch: BatchInfo, nowMs: number): string {
+  const parts = [`Batch ${BATCH_PHASE_LABELS[batch.state].toLowerCase()}`, plural(batch.requests, "photo")];
+  if (batch.submitted_at !== null) parts.push(`submitted ${formatSince(batch.submitted_at, nowMs)}`);
+  if (batch.error) parts.push(batch.error);
+  return parts.join(" · ");
+}
 
 /** Finished items out of all, 0–100; 100 for an empty queue that has nothing left to do. */
 export function percentDone(progress: Pick<ImportProgress, "done" | "total">): number {

@@ -28,6 +28,7 @@ pub const MIGRATIONS: &[Migration] = &[
     Migration { version: 4, name: "0004_import_queue", sql: include_str!("migrations/0004_import_queue.sql") },
     Migration { version: 5, name: "0005_one_engine", sql: include_str!("migrations/0005_one_engine.sql") },
     Migration { version: 6, name: "0006_cost", sql: include_str!("migrations/0006_cost.sql") },
+    Migration { version: 7, name: "0007_batch", sql: include_str!("migrations/0007_batch.sql") },
 ];
 
 /// The schema version this build writes.

@@ -14,6 +14,12 @@ pub(crate) fn record_attempt(tx: &Connection, attempt: &NewAttempt) -> Result<At
     super::queries::record_attempt_in(tx, attempt)
 }
 
+/// Marks an attempt as answered through the Batch API batch `batch_name` (priced at the batch rate).
+pub(crate) fn mark_batch_attempt(tx: &Connection, attempt: AttemptId, batch_name: &str) -> Result<(), CatalogError> {
+    tx.execute("UPDATE attempts SET batch_name = ?2 WHERE id = ?1", params![attempt, batch_name])?;
+    Ok(())
+}
+
 /// Saves a product (and its revision) inside `tx`.
 pub(crate) fn save_product(
     tx: &Connection,

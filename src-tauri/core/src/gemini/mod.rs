@@ -19,6 +19,7 @@
 //!
 //! No third-party Gemini crate: the wire types are in [`wire`].
 
+pub mod batch;
 mod error;
 pub mod models;
 mod parse;
@@ -240,6 +241,11 @@ impl GeminiClient {
         SYSTEM_INSTRUCTION.len() + USER_PROMPT.len() + self.inner.schema.to_string().len()
     }
 
+    /// `maxOutputTokens` as this client sends it.
+    pub fn max_output_tokens(&self) -> u32 {
+        self.inner.max_output_tokens
+    }
+
     /// The model id requests go to.
     pub fn model(&self) -> &str {
         &self.inner.model
@@ -355,15 +361,7 @@ impl GeminiClient {
                 unix_now_ms(),
             ));
         }
-        let parsed = parse::parse_generate_response(&answer.body, self.inner.max_output_tokens)?;
-        Ok(GeminiExtraction {
-            product: parsed.product,
-            usage: parsed.usage,
-            raw_response: answer.body,
-            model_version: parsed.model_version,
-            finish_reason: parsed.finish_reason,
-            latency,
-        })
+        extraction(answer.body, latency, self.inner.max_output_tokens)
     }
 
     /// Lists the model ids the key may use (`GET /v1beta/models`), e.g. for "Test connection".
@@ -490,6 +488,20 @@ impl GeminiClient {
 fn unix_now_ms() -> i64 {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// A 200 answer's body (a `GenerateContentResponse`, from a direct call or a batch) read into the
+/// product; `latency` is how long it took to come.
+fn extraction(body: String, latency: Duration, max_output_tokens: u32) -> Result<GeminiExtraction, GeminiError> {
+    let parsed = parse::parse_generate_response(&body, max_output_tokens)?;
+    Ok(GeminiExtraction {
+        product: parsed.product,
+        usage: parsed.usage,
+        raw_response: body,
+        model_version: parsed.model_version,
+        finish_reason: parsed.finish_reason,
+        latency,
+    })
 }
 
 /// Replaces the key wherever it appears (defence in depth: servers should never echo it).

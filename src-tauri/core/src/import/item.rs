@@ -31,6 +31,7 @@ use super::shared::{lock, Hold, Shared, THROTTLE_WAIT};
 use super::store::{self, Claimed, Finish};
 use super::ImportError;
 use crate::error::{Coded, ErrorCode};
+use crate::intake::PreparedImage;
 use crate::pipeline::{ExtractError, GeminiOutcome, Pipeline};
 use crate::pricing::{self, Usd};
 use crate::resilience::{BreakerState, NotPermitted, SlotPolicy};
@@ -108,6 +109,27 @@ async fn work(shared: &Arc<Shared>, pipeline: &Pipeline, item: &Claimed) -> Resu
     let phash = tokio::task::spawn_blocking(move || phash::dhash_jpeg(&thumbnail)).await.ok().flatten();
     let photo_id = pipeline.record_photo(&path, &image).await?;
     let looks_like = phash.and_then(|hash| lock(&shared.near).nearest(photo_id, hash));
+    if item.batch {
+        // Batch mode: `extracting` now (the photo recorded), then the prepared request waits in
+        // the chunk the batch task submits; this task ends once it is there.
+        let (sha256, now) = (image.sha256.clone(), shared.now());
+        let moved = shared
+            .counted(move |conn| store::mark_extracting(conn, id, photo_id, &sha256, phash, looks_like, now))
+            .await?;
+        if moved.value {
+            shared.item_changed(id, ItemState::Extracting, &moved);
+            if let Some(hash) = phash {
+                lock(&shared.near).insert(photo_id, hash);
+            }
+            let request = pipeline.gemini().batch_request(id.to_string(), PreparedImage::MIME_TYPE, &image.jpeg);
+            drop(image);
+            shared
+                .batch
+                .add(super::batch::Pending { id, attempts: item.attempts, request }, &shared.options.batch)
+                .await;
+        }
+        return Ok(());
+    }
 
     // One of K sends, then the gate (closed while paused, or held for the breaker, the quota or
     // a stop): the prepared photo waits here.
@@ -237,6 +259,7 @@ async fn classified(
                 count_attempt: true,
                 proposal: Some((product, flags)),
                 error: None,
+                batch_name: None,
             }
         }
         GeminiOutcome::Failed { attempt, error: ExtractError::Catalog(e) } => {
@@ -246,49 +269,54 @@ async fn classified(
             return Err(ImportError::Catalog(e));
         }
         GeminiOutcome::Failed { attempt, error } => {
-            let (to, counted) = match classify(&error) {
-                Fault::Own => (ItemState::Failed, true),
-                // A line per file now, as a single call would give (the CLI's `extract`).
-                Fault::Service if shared.options.fail_fast => (ItemState::Failed, true),
-                Fault::Breaker(_) | Fault::Quota(_) | Fault::DailyQuota(_) | Fault::Throttled | Fault::Stop
-                    if shared.options.fail_fast =>
-                {
-                    (ItemState::Failed, false)
-                }
-                Fault::Service if item.attempts + 1 >= shared.options.max_attempts_per_item => {
-                    (ItemState::Failed, true)
-                }
-                Fault::Service => (ItemState::Queued, true),
-                Fault::Breaker(rejection) => {
-                    shared.hold(breaker_hold(&rejection, shared.now()));
-                    (ItemState::Queued, false)
-                }
-                Fault::Quota(delay) => {
-                    let wait = delay.unwrap_or(shared.options.default_quota_wait);
-                    shared.hold(quota_hold(wait, shared.now(), &error.to_string()));
-                    (ItemState::Queued, false)
-                }
-                Fault::DailyQuota(resets_at) => {
-                    let now = shared.now();
-                    let wait = Duration::from_millis(u64::try_from(resets_at.saturating_sub(now)).unwrap_or(0));
-                    shared.hold(quota_hold(wait, now, &error.to_string()));
-                    (ItemState::Queued, false)
-                }
-                Fault::Throttled => {
-                    shared.hold(quota_hold(THROTTLE_WAIT, shared.now(), &error.to_string()));
-                    (ItemState::Queued, false)
-                }
-                Fault::Stop => {
-                    shared.hold(Hold::Stopped { code: error.code(), message: error.to_string() });
-                    (ItemState::Queued, false)
-                }
-            };
+            let (to, counted) = failed_item(shared, item.attempts, &error);
             if to == ItemState::Failed {
                 shared.record_finished();
             }
             Finish { id, from: ItemState::Extracting, to, ..finish_error(&error, attempt, counted) }
         }
     })
+}
+
+/// Where an item goes after `error` (having had `attempts` before), and whether this counts as
+/// an attempt; sets the queue's hold when the error concerns the whole queue. The one mapping
+/// for a direct call and a batch that could not be submitted.
+pub(crate) fn failed_item(shared: &Shared, attempts: u32, error: &ExtractError) -> (ItemState, bool) {
+    match classify(error) {
+        Fault::Own => (ItemState::Failed, true),
+        // A line per file now, as a single call would give (the CLI's `extract`).
+        Fault::Service if shared.options.fail_fast => (ItemState::Failed, true),
+        Fault::Breaker(_) | Fault::Quota(_) | Fault::DailyQuota(_) | Fault::Throttled | Fault::Stop
+            if shared.options.fail_fast =>
+        {
+            (ItemState::Failed, false)
+        }
+        Fault::Service if attempts + 1 >= shared.options.max_attempts_per_item => (ItemState::Failed, true),
+        Fault::Service => (ItemState::Queued, true),
+        Fault::Breaker(rejection) => {
+            shared.hold(breaker_hold(&rejection, shared.now()));
+            (ItemState::Queued, false)
+        }
+        Fault::Quota(delay) => {
+            let wait = delay.unwrap_or(shared.options.default_quota_wait);
+            shared.hold(quota_hold(wait, shared.now(), &error.to_string()));
+            (ItemState::Queued, false)
+        }
+        Fault::DailyQuota(resets_at) => {
+            let now = shared.now();
+            let wait = Duration::from_millis(u64::try_from(resets_at.saturating_sub(now)).unwrap_or(0));
+            shared.hold(quota_hold(wait, now, &error.to_string()));
+            (ItemState::Queued, false)
+        }
+        Fault::Throttled => {
+            shared.hold(quota_hold(THROTTLE_WAIT, shared.now(), &error.to_string()));
+            (ItemState::Queued, false)
+        }
+        Fault::Stop => {
+            shared.hold(Hold::Stopped { code: error.code(), message: error.to_string() });
+            (ItemState::Queued, false)
+        }
+    }
 }
 
 fn finish_error(error: &ExtractError, attempt: Option<crate::catalog::NewAttempt>, count_attempt: bool) -> Finish {
@@ -300,6 +328,7 @@ fn finish_error(error: &ExtractError, attempt: Option<crate::catalog::NewAttempt
         count_attempt,
         proposal: None,
         error: Some((error.code(), error.to_string())),
+        batch_name: None,
     }
 }
 

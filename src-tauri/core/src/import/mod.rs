@@ -59,6 +59,7 @@
 //!   while its item is in flight; the thumbnail is stored in `photos`.
 //! - **Time is passed in**: rows are stamped with the pipeline's clock.
 
+mod batch;
 mod driver;
 mod item;
 mod phash;
@@ -75,6 +76,7 @@ use std::time::Duration;
 
 use tokio::sync::{broadcast, watch};
 
+pub use batch::BatchOptions;
 pub use phash::{dhash_jpeg, NEAR_DUPLICATE_MAX_DISTANCE};
 pub use progress::{ImportProgress, ImportStatus, StateCounts};
 pub use records::*;
@@ -111,6 +113,8 @@ pub struct ImportOptions {
     /// How often to look at what other processes changed in the queue (items they queued for this
     /// one to work; results of the items this one handed over), and whether the queue is free.
     pub follow_interval: Duration,
+    /// Batch mode's chunks and polling.
+    pub batch: BatchOptions,
 }
 
 /// Which queued items a process works.
@@ -134,6 +138,7 @@ impl Default for ImportOptions {
             claims: ClaimScope::All,
             fail_fast: false,
             follow_interval: Duration::from_millis(500),
+            batch: BatchOptions::default(),
         }
     }
 }
@@ -145,12 +150,15 @@ pub struct EnqueueOptions {
     pub force: bool,
     /// Who asks: interactive items go first.
     pub origin: ItemOrigin,
+    /// Through the Gemini Batch API (half price, answered within 24 hours; bulk imports only).
+    /// Stored with each item, so the mode survives a restart.
+    pub batch: bool,
 }
 
 impl EnqueueOptions {
     /// Photos a person dropped, added or named on the command line, waiting for their answer.
     pub fn interactive() -> Self {
-        Self { force: false, origin: ItemOrigin::Interactive }
+        Self { force: false, origin: ItemOrigin::Interactive, batch: false }
     }
 }
 
@@ -290,7 +298,11 @@ impl ImportQueue {
         shared.publish(&resumed, 0);
         let driver = tokio::spawn(driver::drive(shared.clone()));
         let backfill = tokio::spawn(driver::backfill_phashes(shared.clone()));
-        lock(&self.inner.tasks).extend([driver.abort_handle(), backfill.abort_handle()]);
+        if let Err(e) = batch::publish_batches(shared).await {
+            tracing::warn!(error = %e, "import: could not read the batches");
+        }
+        let batches = tokio::spawn(batch::run(shared.clone()));
+        lock(&self.inner.tasks).extend([driver.abort_handle(), backfill.abort_handle(), batches.abort_handle()]);
         Ok(true)
     }
 
@@ -358,14 +370,18 @@ impl ImportQueue {
     }
 
     /// Stops now: calls in flight are abandoned and their items go back to `queued`, where they
-    /// stay for later (Resume, or the next start).
-    pub async fn cancel(&self) {
+    /// stay for later (Resume, or the next start). Batches Gemini is working on are cancelled
+    /// (`batches/{id}:cancel`) and their photos queued again.
+    pub async fn cancel(&self) -> Result<(), ImportError> {
         self.shared().cancel().await;
+        batch::cancel_all(self.shared()).await
     }
 
-    /// [`ImportQueue::cancel`], then the runner ends. Other clones of this handle stop working.
+    /// Stops working (calls in flight are abandoned, their items queued again), then the runner
+    /// ends. Batches stay with Gemini: the next start goes on polling them. Other clones of this
+    /// handle stop working.
     pub async fn shutdown(self) {
-        self.cancel().await;
+        self.shared().cancel().await;
         for task in lock(&self.inner.tasks).iter() {
             task.abort();
         }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use ts_rs::TS;
 
-use super::records::ItemState;
+use super::records::{BatchInfo, ItemState};
 use crate::catalog::CostTotal;
 use crate::error::ErrorCode;
 
@@ -19,6 +19,7 @@ pub struct StateCounts {
     pub queued: u32,
     pub preparing: u32,
     pub extracting: u32,
+    pub submitted: u32,
     pub ready: u32,
     pub saved: u32,
     pub failed: u32,
@@ -31,6 +32,7 @@ impl StateCounts {
             ItemState::Queued => self.queued,
             ItemState::Preparing => self.preparing,
             ItemState::Extracting => self.extracting,
+            ItemState::Submitted => self.submitted,
             ItemState::Ready => self.ready,
             ItemState::Saved => self.saved,
             ItemState::Failed => self.failed,
@@ -43,6 +45,7 @@ impl StateCounts {
             ItemState::Queued => &mut self.queued,
             ItemState::Preparing => &mut self.preparing,
             ItemState::Extracting => &mut self.extracting,
+            ItemState::Submitted => &mut self.submitted,
             ItemState::Ready => &mut self.ready,
             ItemState::Saved => &mut self.saved,
             ItemState::Failed => &mut self.failed,
@@ -57,7 +60,7 @@ impl StateCounts {
 
     /// Waiting or in progress.
     pub fn active(&self) -> u32 {
-        self.queued + self.preparing + self.extracting
+        self.queued + self.preparing + self.extracting + self.submitted
     }
 }
 
@@ -132,6 +135,9 @@ pub struct ImportProgress {
     /// What this import's calls cost so far (this process's calls since the queue last settled;
     /// failed but billed calls included).
     pub cost: CostTotal,
+    /// Batch mode: the newest batches (those not finished, and those that changed since the
+    /// oldest listed item was queued) with their state and time of submission.
+    pub batches: Vec<BatchInfo>,
 }
 
 impl ImportProgress {
@@ -147,6 +153,7 @@ impl ImportProgress {
             in_flight: 0,
             changes: 0,
             cost: CostTotal::default(),
+            batches: Vec::new(),
         }
     }
 

@@ -26,8 +26,11 @@ pub enum ItemState {
     Queued,
     /// Read, checked and prepared for upload (and then waiting to be sent).
     Preparing,
-    /// Sent to Gemini, or waiting for a free call slot.
+    /// Sent to Gemini, or waiting for a free call slot (in batch mode: waiting to be submitted
+    /// in a batch).
     Extracting,
+    /// In a batch Gemini accepted (batch mode), waiting for its answer.
+    Submitted,
     /// Gemini's proposal is stored; waiting for review.
     Ready,
     /// Saved to the catalog.
@@ -39,8 +42,16 @@ pub enum ItemState {
 }
 
 impl ItemState {
-    pub const ALL: [ItemState; 7] =
-        [Self::Queued, Self::Preparing, Self::Extracting, Self::Ready, Self::Saved, Self::Failed, Self::Skipped];
+    pub const ALL: [ItemState; 8] = [
+        Self::Queued,
+        Self::Preparing,
+        Self::Extracting,
+        Self::Submitted,
+        Self::Ready,
+        Self::Saved,
+        Self::Failed,
+        Self::Skipped,
+    ];
 
     /// The name as stored and serialized.
     pub fn as_str(self) -> &'static str {
@@ -48,6 +59,7 @@ impl ItemState {
             Self::Queued => "queued",
             Self::Preparing => "preparing",
             Self::Extracting => "extracting",
+            Self::Submitted => "submitted",
             Self::Ready => "ready",
             Self::Saved => "saved",
             Self::Failed => "failed",
@@ -61,7 +73,7 @@ impl ItemState {
 
     /// Waiting or in progress: the states a worker will still move on.
     pub fn is_active(self) -> bool {
-        matches!(self, Self::Queued | Self::Preparing | Self::Extracting)
+        matches!(self, Self::Queued | Self::Preparing | Self::Extracting | Self::Submitted)
     }
 }
 
@@ -71,7 +83,6 @@ impl std::fmt::Display for ItemState {
     }
 }
 
-/// Why an item is skipped.
 /// Who asked for an item. Interactive items (a photo dropped or added in the window, or given to
 /// `extract`) get the next free slot ahead of a bulk import's, and the window's Extract view shows
 /// those still waiting for review.
@@ -97,6 +108,66 @@ impl ItemOrigin {
     }
 }
 
+/// A batch of the Batch API (batch mode), as the progress view shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct BatchInfo {
+    /// `batches/{id}`; `None` while it is being submitted.
+    pub name: Option<String>,
+    pub state: BatchPhase,
+    /// The photos in it.
+    pub requests: u32,
+    /// When Gemini accepted it (unix ms).
+    #[ts(type = "number | null")]
+    pub submitted_at: Option<i64>,
+    /// When it was last looked at (unix ms).
+    #[ts(type = "number | null")]
+    pub last_polled_at: Option<i64>,
+    /// Why it failed, was cancelled or expired.
+    pub error: Option<String>,
+}
+
+/// Where a batch is: being submitted, then as Gemini says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum BatchPhase {
+    Submitting,
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+    Cancelled,
+    Expired,
+}
+
+impl BatchPhase {
+    pub const ALL: [BatchPhase; 7] =
+        [Self::Submitting, Self::Pending, Self::Running, Self::Succeeded, Self::Failed, Self::Cancelled, Self::Expired];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Submitting => "submitting",
+            Self::Pending => "pending",
+            Self::Running => "running",
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+            Self::Expired => "expired",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.as_str() == text)
+    }
+
+    /// Gemini is (or may be) working on it.
+    pub fn is_open(self) -> bool {
+        matches!(self, Self::Submitting | Self::Pending | Self::Running)
+    }
+}
+
+/// Why an item is skipped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 #[ts(export)]

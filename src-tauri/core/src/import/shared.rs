@@ -65,6 +65,8 @@ pub(crate) struct Shared {
     /// The estimated cost of the calls that passed the budget check and are not recorded yet, so
     /// K calls in flight cannot each spend the last of the budget.
     pub(crate) reserved: Mutex<Usd>,
+    /// Batch mode's requests waiting to be submitted.
+    pub(crate) batch: super::batch::BatchLane,
 }
 
 /// Following the changes other processes make to the shared queue.
@@ -156,6 +158,7 @@ impl Shared {
             follow: Mutex::new(Follow::default()),
             options,
             reserved: Mutex::new(Usd::ZERO),
+            batch: super::batch::BatchLane::default(),
         }
     }
 
@@ -387,8 +390,11 @@ impl Shared {
         let mut enqueued = Enqueued::default();
         while let Some(batch) = incoming.recv().await {
             let now = self.now();
-            let mut counted =
-                self.counted(move |conn| store::insert_batch(conn, &batch, options.force, options.origin, now)).await?;
+            let mut counted = self
+                .counted(move |conn| {
+                    store::insert_batch(conn, &batch, options.force, options.origin, options.batch, now)
+                })
+                .await?;
             let added = counted.value.report;
             self.publish(&counted, u64::from(added.queued + added.duplicates + added.skipped));
             enqueued.report += added;

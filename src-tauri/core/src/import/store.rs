@@ -55,6 +55,8 @@ pub(crate) struct Claimed {
     pub sha256: Option<String>,
     pub attempts: u32,
     pub origin: ItemOrigin,
+    /// Worked through the Batch API.
+    pub batch: bool,
 }
 
 /// Which items a worker claims.
@@ -83,6 +85,8 @@ pub(crate) struct Finish {
     /// For `Ready`: the proposal and its flags.
     pub proposal: Option<(Product, Vec<FieldFlag>)>,
     pub error: Option<(ErrorCode, String)>,
+    /// The batch that answered (batch mode): the attempt is marked with it.
+    pub batch_name: Option<String>,
 }
 
 /// Which ready items "save all" takes.
@@ -203,6 +207,7 @@ pub(crate) fn insert_batch(
     batch: &[Scanned],
     force: bool,
     origin: ItemOrigin,
+    batch_mode: bool,
     now: i64,
 ) -> Result<Enqueued, ImportError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -238,7 +243,8 @@ pub(crate) fn insert_batch(
                 (path, item, item)
             }
             Scanned::Photo { path, sha256 } => {
-                let (item, result_of) = place_photo(&tx, path, sha256.as_deref(), force, origin, now, report)?;
+                let (item, result_of) =
+                    place_photo(&tx, path, sha256.as_deref(), force, (origin, batch_mode), now, report)?;
                 (path, item, result_of)
             }
         };
@@ -254,13 +260,13 @@ fn place_photo(
     path: &str,
     sha256: Option<&str>,
     force: bool,
-    origin: ItemOrigin,
+    (origin, batch): (ItemOrigin, bool),
     now: i64,
     report: &mut EnqueueReport,
 ) -> Result<(ItemId, ItemId), ImportError> {
     let pending: Option<ItemId> = tx
         .query_row(
-            "SELECT id FROM import_items WHERE path = ?1 AND state IN ('queued', 'preparing', 'extracting')",
+            "SELECT id FROM import_items WHERE path = ?1 AND state IN ('queued', 'preparing', 'extracting', 'submitted')",
             [path],
             |row| row.get(0),
         )
@@ -323,11 +329,11 @@ fn place_photo(
     }
     let inserted: Option<ItemId> = tx
         .query_row(
-            "INSERT INTO import_items (path, sha256, state, forced, origin, queued_at, updated_at)
-             VALUES (?1, ?2, 'queued', ?3, ?4, ?5, ?5)
+            "INSERT INTO import_items (path, sha256, state, forced, origin, batch, queued_at, updated_at)
+             VALUES (?1, ?2, 'queued', ?3, ?4, ?6, ?5, ?5)
              ON CONFLICT DO NOTHING
              RETURNING id",
-            params![path, sha256, force, origin.as_str(), now],
+            params![path, sha256, force, origin.as_str(), now, batch && origin == ItemOrigin::Import],
             |row| row.get(0),
         )
         .optional()?;
@@ -340,7 +346,7 @@ fn place_photo(
         None => {
             report.unchanged += 1;
             tx.query_row(
-                "SELECT id FROM import_items WHERE path = ?1 AND state IN ('queued', 'preparing', 'extracting')",
+                "SELECT id FROM import_items WHERE path = ?1 AND state IN ('queued', 'preparing', 'extracting', 'submitted')",
                 [path],
                 |row| row.get(0),
             )?
@@ -450,7 +456,7 @@ pub(crate) fn claim_next(conn: &mut Connection, origins: Origins, now: i64) -> R
                  WHERE id = (SELECT id FROM import_items WHERE state = 'queued' AND origin = ?2
                              ORDER BY attempts, id LIMIT 1)
                    AND state = 'queued'
-                 RETURNING id, path, sha256, attempts, origin",
+                 RETURNING id, path, sha256, attempts, origin, batch",
                 params![now, origin.as_str()],
                 |row| {
                     Ok(Claimed {
@@ -459,6 +465,7 @@ pub(crate) fn claim_next(conn: &mut Connection, origins: Origins, now: i64) -> R
                         sha256: row.get(2)?,
                         attempts: row.get(3)?,
                         origin: *origin,
+                        batch: row.get(5)?,
                     })
                 },
             )
@@ -509,6 +516,9 @@ pub(crate) fn finish(conn: &mut Connection, f: &Finish, now: i64) -> Result<bool
     };
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let attempt_id = f.attempt.as_ref().map(|a| catalog_tx::record_attempt(&tx, a)).transpose()?;
+    if let (Some(attempt), Some(batch)) = (attempt_id, &f.batch_name) {
+        catalog_tx::mark_batch_attempt(&tx, attempt, batch)?;
+    }
     let changed = tx.execute(
         "UPDATE import_items
          SET state = ?3,
@@ -549,10 +559,13 @@ pub(crate) fn requeue_item(conn: &mut Connection, id: ItemId, now: i64) -> Resul
 }
 
 /// Crash-resume and cancel: everything `preparing` or `extracting` goes back to `queued`
-/// (attempts unchanged). Ready items keep their result.
+/// (attempts unchanged). Ready items keep their result; submitted ones wait for their batch; and
+/// items of a batch being submitted (linked to it, still `extracting`) wait until that batch is
+/// found or known lost ([`batch_accepted`], [`batch_abandoned`]), so they are never sent twice.
 pub(crate) fn requeue_unfinished(conn: &mut Connection, now: i64) -> Result<usize, ImportError> {
     Ok(conn.execute(
-        "UPDATE import_items SET state = 'queued', updated_at = ?1 WHERE state IN ('preparing', 'extracting')",
+        "UPDATE import_items SET state = 'queued', updated_at = ?1
+         WHERE state IN ('preparing', 'extracting') AND batch_id IS NULL",
         [now],
     )?)
 }
@@ -966,4 +979,226 @@ fn bad_column(idx: usize, text: &str) -> rusqlite::Error {
         rusqlite::types::Type::Text,
         format!("unexpected value {text:?} in import_items").into(),
     )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Batch mode: the `batches` table (migration 0007) and the items' link to it
+// ---------------------------------------------------------------------------------------------
+
+/// A batch Gemini accepted and has not finished.
+#[derive(Debug, Clone)]
+pub(crate) struct OpenBatch {
+    pub id: i64,
+    pub name: String,
+    pub submitted_at: i64,
+    pub last_polled_at: Option<i64>,
+}
+
+/// An item waiting in a batch.
+#[derive(Debug, Clone)]
+pub(crate) struct BatchItem {
+    pub id: ItemId,
+    pub photo_id: PhotoId,
+}
+
+/// Before the create call: a `submitting` batch named `display_name`, linked to those of `items`
+/// still `extracting` in batch mode. Returns the batch and the items linked (none: no batch).
+pub(crate) fn open_batch(
+    conn: &mut Connection,
+    display_name: &str,
+    model: &str,
+    items: &[ItemId],
+    now: i64,
+) -> Result<Option<(i64, Vec<ItemId>)>, ImportError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let batch: i64 = tx.query_row(
+        "INSERT INTO batches (display_name, state, model, requests, created_at, updated_at)
+         VALUES (?1, 'submitting', ?2, ?3, ?4, ?4) RETURNING id",
+        params![display_name, model, items.len().max(1) as i64, now],
+        |row| row.get(0),
+    )?;
+    let mut linked = Vec::with_capacity(items.len());
+    {
+        let mut link = tx.prepare_cached(
+            "UPDATE import_items SET batch_id = ?2, updated_at = ?3
+             WHERE id = ?1 AND state = 'extracting' AND batch = 1 AND batch_id IS NULL",
+        )?;
+        for &id in items {
+            if link.execute(params![id, batch, now])? == 1 {
+                linked.push(id);
+            }
+        }
+    }
+    if linked.is_empty() {
+        return Ok(None);
+    }
+    tx.execute("UPDATE batches SET requests = ?2 WHERE id = ?1", params![batch, linked.len() as i64])?;
+    tx.commit()?;
+    Ok(Some((batch, linked)))
+}
+
+/// The create call answered (or the batch was found by its display name): the batch's name is
+/// stored in the transaction that marks its items `submitted`. Returns how many moved.
+pub(crate) fn batch_accepted(
+    conn: &mut Connection,
+    batch: i64,
+    name: &str,
+    phase: BatchPhase,
+    now: i64,
+) -> Result<usize, ImportError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.execute(
+        "UPDATE batches SET name = ?2, state = ?3, submitted_at = ?4, updated_at = ?4
+         WHERE id = ?1 AND state = 'submitting'",
+        params![batch, name, phase.as_str(), now],
+    )?;
+    let moved = tx.execute(
+        "UPDATE import_items SET state = 'submitted', error_code = NULL, error_message = NULL, updated_at = ?2
+         WHERE batch_id = ?1 AND state = 'extracting'",
+        params![batch, now],
+    )?;
+    tx.commit()?;
+    Ok(moved)
+}
+
+/// The batch was certainly not created: its row goes, and its items leave `extracting` for
+/// `to` (`queued`, or `failed` for their own fault), with the error, counting an attempt when
+/// `count_attempt`.
+pub(crate) fn batch_abandoned(
+    conn: &mut Connection,
+    batch: i64,
+    to: ItemState,
+    count_attempt: bool,
+    error: &(ErrorCode, String),
+    now: i64,
+) -> Result<Vec<ItemId>, ImportError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let moved: Vec<ItemId> = {
+        let mut stmt = tx.prepare(
+            "UPDATE import_items SET state = ?2, batch_id = NULL, attempts = attempts + ?3, error_code = ?4,
+                                     error_message = ?5, updated_at = ?6
+             WHERE batch_id = ?1 AND state = 'extracting' RETURNING id",
+        )?;
+        let rows = stmt
+            .query_map(params![batch, to.as_str(), i64::from(count_attempt), error.0.as_str(), error.1, now], |r| {
+                r.get(0)
+            })?;
+        rows.collect::<Result<_, _>>()?
+    };
+    tx.execute("UPDATE import_items SET batch_id = NULL WHERE batch_id = ?1", [batch])?;
+    tx.execute("DELETE FROM batches WHERE id = ?1 AND state = 'submitting'", [batch])?;
+    tx.commit()?;
+    Ok(moved)
+}
+
+/// Batches whose create call may or may not have reached Gemini (the process died, or the
+/// answer was lost): id and display name.
+pub(crate) fn submitting_batches(conn: &mut Connection) -> Result<Vec<(i64, String)>, ImportError> {
+    let mut stmt =
+        conn.prepare_cached("SELECT id, display_name FROM batches WHERE state = 'submitting' ORDER BY id")?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Batches Gemini works on (pending or running).
+pub(crate) fn open_batches(conn: &mut Connection) -> Result<Vec<OpenBatch>, ImportError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, name, submitted_at, last_polled_at FROM batches
+         WHERE state IN ('pending', 'running') AND name IS NOT NULL ORDER BY id",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        Ok(OpenBatch { id: r.get(0)?, name: r.get(1)?, submitted_at: r.get(2)?, last_polled_at: r.get(3)? })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// A poll's answer: the batch's state and when it was looked at.
+pub(crate) fn batch_polled(conn: &mut Connection, batch: i64, phase: BatchPhase, now: i64) -> Result<(), ImportError> {
+    conn.execute(
+        "UPDATE batches SET state = ?2, last_polled_at = ?3, updated_at = ?3
+         WHERE id = ?1 AND state IN ('pending', 'running')",
+        params![batch, phase.as_str(), now],
+    )?;
+    Ok(())
+}
+
+/// The items still waiting in a batch.
+pub(crate) fn batch_items(conn: &mut Connection, batch: i64) -> Result<Vec<BatchItem>, ImportError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, photo_id FROM import_items WHERE batch_id = ?1 AND state = 'submitted' ORDER BY id",
+    )?;
+    let rows = stmt.query_map([batch], |r| Ok(BatchItem { id: r.get(0)?, photo_id: r.get(1)? }))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The batch ended (`phase`): its items still `submitted` go back to `queued` with `error` (the
+/// reason), counting an attempt when `count_attempt`, or fail once they reach `max_attempts`.
+/// Returns the items moved and their new state.
+pub(crate) fn batch_ended(
+    conn: &mut Connection,
+    batch: i64,
+    phase: BatchPhase,
+    error: Option<&(ErrorCode, String)>,
+    count_attempt: bool,
+    max_attempts: u32,
+    now: i64,
+) -> Result<Vec<(ItemId, ItemState)>, ImportError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.execute(
+        "UPDATE batches SET state = ?2, error = ?3, last_polled_at = ?4, updated_at = ?4 WHERE id = ?1",
+        params![batch, phase.as_str(), error.map(|e| e.1.as_str()), now],
+    )?;
+    let moved: Vec<(ItemId, ItemState)> = {
+        let mut stmt = tx.prepare(
+            "UPDATE import_items
+             SET state = CASE WHEN attempts + ?2 >= ?3 THEN 'failed' ELSE 'queued' END,
+                 attempts = attempts + ?2, batch_id = NULL, error_code = ?4, error_message = ?5, updated_at = ?6
+             WHERE batch_id = ?1 AND state = 'submitted' RETURNING id, state",
+        )?;
+        let (code, message) = match error {
+            Some((code, message)) => (code.as_str(), message.as_str()),
+            None => (ErrorCode::GeminiApiError.as_str(), "Gemini's batch gave no answer for this photo."),
+        };
+        let rows = stmt.query_map(params![batch, i64::from(count_attempt), max_attempts, code, message, now], |r| {
+            Ok((r.get(0)?, parse_state(r, 1)?))
+        })?;
+        rows.collect::<Result<_, _>>()?
+    };
+    tx.commit()?;
+    Ok(moved)
+}
+
+/// Batch-mode items that will still join a chunk: queued or being prepared, and those
+/// `extracting` but in no batch yet (in a chunk, or about to join one).
+pub(crate) fn batch_items_coming(conn: &mut Connection) -> Result<(usize, usize), ImportError> {
+    Ok(conn.query_row(
+        "SELECT count(*) FILTER (WHERE state IN ('queued', 'preparing')),
+                count(*) FILTER (WHERE state = 'extracting' AND batch_id IS NULL)
+         FROM import_items WHERE batch = 1",
+        [],
+        |r| Ok((r.get::<_, i64>(0)? as usize, r.get::<_, i64>(1)? as usize)),
+    )?)
+}
+
+/// The batches not finished, and those that changed since the oldest item listed was queued
+/// (so a failed or expired one is still shown with its reason), newest first.
+pub(crate) fn batch_infos(conn: &mut Connection) -> Result<Vec<BatchInfo>, ImportError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT b.name, b.state, b.requests, b.submitted_at, b.last_polled_at, b.error FROM batches b
+         WHERE b.state IN ('submitting', 'pending', 'running')
+            OR b.updated_at >= (SELECT min(queued_at) FROM import_items)
+         ORDER BY b.id DESC LIMIT 20",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        let state: String = r.get(1)?;
+        Ok(BatchInfo {
+            name: r.get(0)?,
+            state: BatchPhase::parse(&state).ok_or_else(|| bad_column(1, &state))?,
+            requests: r.get(2)?,
+            submitted_at: r.get(3)?,
+            last_polled_at: r.get(4)?,
+            error: r.get(5)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
 }
