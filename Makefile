@@ -12,14 +12,18 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Xvfb + WebKitWebDriver for the real-window tests; python3-venv for the Google SDK check.
 APT_PACKAGES := build-essential pkg-config libssl-dev cmake nasm curl \
 	libwebkit2gtk-4.1-dev libgtk-3-dev libsoup-3.0-dev librsvg2-dev libayatana-appindicator3-dev libxdo-dev \
-	xvfb xauth webkit2gtk-driver python3-venv
+	xvfb xauth webkit2gtk-driver python3-venv dbus gnome-keyring
 BENCH_PACKAGES := libvips-tools
 CARGO_BIN := $(HOME)/.cargo/bin
 export PATH := $(CARGO_BIN):$(PATH)
 APP_DEBUG := target/debug/product-extractor
 XVFB := xvfb-run -a -s "-screen 0 1280x800x24"
+# The tests run under a real Secret Service (the OS keyring the app keeps the API key in): a
+# private D-Bus session with gnome-keyring unlocked, its keyring files in a throwaway directory so
+# that a developer's own keyring is never touched.
+WITH_KEYRING := scripts/with-keyring
 
-.PHONY: help run release test test-rust test-ui test-e2e test-sdk lint bench deps deps-system deps-ui deps-driver ui bindings-check clean
+.PHONY: help run release package test test-rust test-ui test-e2e test-sdk test-package lint bench deps deps-system deps-ui deps-driver ui bindings-check clean
 
 help:
 	@sed -n '2,4p' Makefile | sed 's/^# *//'
@@ -59,9 +63,15 @@ run: deps ui
 release: deps ui
 	cargo build --release
 
+## The installers: a .deb (Debian, Ubuntu) and an AppImage, with Tauri's bundler, from a release
+## build. They land in target/release/bundle/{deb,appimage}/.
+package: deps ui
+	ui/node_modules/.bin/tauri build --bundles deb
+	ui/node_modules/.bin/tauri build --bundles appimage || { echo "The AppImage needs linuxdeploy, which Tauri's bundler downloads from GitHub: not reachable from this machine. The .deb is built."; }
+
 ## Every test: UI checks and unit tests, Rust unit/integration/IPC/CLI tests, then the real window
 ## under Xvfb driven through tauri-driver + WebKitWebDriver (against the test build of the binary).
-test: deps deps-driver test-ui ui test-rust test-e2e test-sdk bindings-check
+test: deps deps-driver test-ui ui test-rust test-e2e test-sdk test-package bindings-check
 	@echo "make test: all passed"
 
 test-ui: deps-ui
@@ -69,10 +79,18 @@ test-ui: deps-ui
 	npm --prefix ui test
 
 test-rust: ui
-	cargo test --workspace
+	$(WITH_KEYRING) cargo test --workspace
 
 test-e2e: ui deps-driver
-	env -u DISPLAY $(XVFB) cargo test --workspace --test e2e -- --ignored --test-threads=1
+	env -u DISPLAY $(WITH_KEYRING) $(XVFB) cargo test --workspace --test e2e -- --ignored --test-threads=1
+
+## The .deb, built from the test profile (CI builds one profile), installed with apt on this
+## machine, its /usr/bin/product-extractor run against the fake Gemini, then removed.
+test-package: ui
+	ui/node_modules/.bin/tauri build --debug --bundles deb
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ./target/debug/bundle/deb/product-extractor_*_amd64.deb
+	status=0; $(WITH_KEYRING) cargo test --test package -- --ignored || status=$$?; \
+	$(SUDO) apt-get remove -y -qq product-extractor; exit $$status
 
 ## Google's official Python SDK (google-genai, from PyPI, in a throwaway venv under target/)
 ## against the project's fake Gemini, started for each script: every answer must parse, and the

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use fake_gemini::{Behavior, FakeGemini, FakeOptions};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/product.jpg")
@@ -19,7 +19,9 @@ async fn cli(data_dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Output {
         .env_remove("GEMINI_API_KEY")
         .env_remove("GEMINI_BASE_URL")
         .env_remove("GEMINI_MODEL")
-        .env("PRODUCT_EXTRACTOR_DATA_DIR", data_dir);
+        .env("PRODUCT_EXTRACTOR_DATA_DIR", data_dir)
+        // A keyring entry of the test's own, never the user's real one.
+        .env("PRODUCT_EXTRACTOR_KEYRING_SERVICE", format!("product-extractor-test:{}", data_dir.display()));
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -536,4 +538,123 @@ async fn billed_failures_carry_usage_in_json_lines_and_failed_precondition_stops
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Runs the binary with `stdin` piped in.
+async fn cli_with_stdin(data_dir: &Path, env: &[(&str, &str)], args: &[&str], stdin: &str) -> Output {
+    use std::io::Write;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_product-extractor"));
+    cmd.args(args)
+        .env_remove("DISPLAY")
+        .env_remove("GEMINI_API_KEY")
+        .env_remove("GEMINI_BASE_URL")
+        .env("PRODUCT_EXTRACTOR_DATA_DIR", data_dir)
+        .env("PRODUCT_EXTRACTOR_KEYRING_SERVICE", format!("product-extractor-test:{}", data_dir.display()))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let stdin = stdin.to_string();
+    tokio::task::spawn_blocking(move || {
+        let mut child = cmd.spawn().unwrap();
+        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+/// The keyring tests need the real Secret Service `make test` starts (scripts/with-keyring).
+fn require_secret_service() {
+    assert!(
+        std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some(),
+        "no D-Bus session: run the tests under scripts/with-keyring (make test does), which starts a real Secret Service"
+    );
+}
+
+fn text(out: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_key_lives_in_the_os_keyring_set_from_stdin_used_and_deleted() {
+    require_secret_service();
+    let fake = FakeGemini::start(FakeOptions::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = cli_with_stdin(dir.path(), &[], &["key", "set"], "test-key\n").await;
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("OS keyring"), "{stdout}");
+    assert!(!stdout.contains("test-key") && !stderr.contains("test-key"), "the key is never printed");
+
+    let out = cli(dir.path(), &[], &["key", "status", "--json"]).await;
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["source"], "keyring", "{status}");
+    let config = std::fs::read_to_string(dir.path().join("config.toml")).unwrap_or_default();
+    assert!(!config.contains("test-key"), "the key is not in the config file: {config}");
+
+    // The stored key is the one calls use.
+    let env = [("GEMINI_BASE_URL", &fake.base_url() as &str)];
+    let out = cli(dir.path(), &env, &["extract", "--json", fixture().to_str().unwrap()]).await;
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+
+    // GEMINI_API_KEY still overrides it.
+    let out = cli(dir.path(), &[("GEMINI_API_KEY", "AIzaFROMTHEENVabcd")], &["key", "status"]).await;
+    assert!(text(&out).0.contains("GEMINI_API_KEY"), "{:?}", text(&out));
+
+    let out = cli(dir.path(), &[], &["key", "delete"]).await;
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+    let out = cli(dir.path(), &[], &["key", "status", "--json"]).await;
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["source"], "none", "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_in_the_config_file_moves_into_the_keyring_unless_the_user_chose_the_file() {
+    require_secret_service();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, "[gemini]\nmodel = \"gemini-2.5-flash\"\napi_key = \"AIzaOLDVERSIONKEY1234\"\n").unwrap();
+    let out = cli(dir.path(), &[], &["key", "status", "--json"]).await;
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((&status["source"], &status["hint"]), (&json!("keyring"), &json!("••••1234")), "{status}");
+    let after = std::fs::read_to_string(&config).unwrap();
+    assert!(!after.contains("AIzaOLDVERSIONKEY1234"), "the key left the file: {after}");
+    assert!(after.contains("gemini-2.5-flash"), "the rest of the file stays: {after}");
+
+    // By explicit choice the key stays in the file, with a warning, and is not moved again.
+    let out = cli_with_stdin(dir.path(), &[], &["key", "set", "--in-config-file"], "AIzaINTHEFILE5678\n").await;
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("plain text"), "{stderr}");
+    let out = cli(dir.path(), &[], &["key", "status", "--json"]).await;
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((&status["source"], &status["hint"]), (&json!("config_file"), &json!("••••5678")), "{status}");
+    assert!(std::fs::read_to_string(&config).unwrap().contains("AIzaINTHEFILE5678"));
+    cli(dir.path(), &[], &["key", "delete"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_a_keyring_key_set_says_what_to_do_instead() {
+    let dir = tempfile::tempdir().unwrap();
+    let nobus = [("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/product-extractor-test-bus")];
+    let out = cli_with_stdin(dir.path(), &nobus, &["key", "set"], "AIzaNOWHERETOGO0000\n").await;
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("keyring") && stderr.contains("GEMINI_API_KEY"), "{stderr}");
+    assert!(!std::fs::read_to_string(dir.path().join("config.toml")).unwrap_or_default().contains("NOWHERE"));
+    // `key status` says so, and still works.
+    let out = cli(dir.path(), &nobus, &["key", "status"]).await;
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out).0.contains("keyring:"), "{:?}", text(&out));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_word_that_is_no_file_is_a_usage_error_not_a_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = cli(dir.path(), &[], &["improt", "photos/"]).await;
+    assert_eq!(out.status.code(), Some(2), "{:?}", text(&out));
+    assert!(text(&out).1.contains("no such file, folder or command"), "{:?}", text(&out));
 }

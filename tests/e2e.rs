@@ -40,6 +40,7 @@ fn start_driver(data_dir: &Path, ports: (u16, u16), env: &[(&str, &str)]) -> Dri
         .args(["--port", &port.to_string(), "--native-port", &native_port.to_string()])
         .args(["--native-driver", "/usr/bin/WebKitWebDriver"])
         .env("PRODUCT_EXTRACTOR_DATA_DIR", data_dir)
+        .env("PRODUCT_EXTRACTOR_KEYRING_SERVICE", format!("product-extractor-test:{}", data_dir.display()))
         .env_remove("GEMINI_API_KEY")
         .env_remove("GEMINI_BASE_URL");
     for (k, v) in env {

@@ -29,8 +29,18 @@ fn invoke(webview: &WebviewWindow<MockRuntime>, cmd: &str, body: Value) -> Resul
     get_ipc_response(webview, request(cmd, body)).map(|b| b.deserialize::<Value>().unwrap())
 }
 
+/// The given variables, and a keyring entry of the test's own (never the user's real one).
 fn env_of(pairs: &[(&str, &str)]) -> Env {
-    let pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let service = format!(
+        "product-extractor-test-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
+    let mut pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    if !pairs.iter().any(|(k, _)| k == "PRODUCT_EXTRACTOR_KEYRING_SERVICE") {
+        pairs.push(("PRODUCT_EXTRACTOR_KEYRING_SERVICE".into(), service));
+    }
     Arc::new(move |key| pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()))
 }
 
@@ -50,13 +60,19 @@ fn status_without_a_key_still_works_and_never_shows_a_key() {
     let dir = tempfile::tempdir().unwrap();
     let (_app, webview) = app(dir.path(), env_of(&[]));
     let status = invoke(&webview, "app_status", json!({})).unwrap();
-    assert_eq!(status["api_key"], json!({"configured": false, "hint": null, "source": "none"}));
+    assert_eq!(
+        (&status["api_key"]["configured"], &status["api_key"]["hint"], &status["api_key"]["source"]),
+        (&json!(false), &json!(null), &json!("none"))
+    );
     assert_eq!(status["demo"], json!(false));
     assert_eq!(status["model"], json!("gemini-flash-latest"));
 
     let (_app, webview) = app(dir.path(), env_of(&[("GEMINI_API_KEY", "AIzaSyVERYSECRETKEYabcd")]));
     let status = invoke(&webview, "app_status", json!({})).unwrap();
-    assert_eq!(status["api_key"], json!({"configured": true, "hint": "••••abcd", "source": "environment"}));
+    assert_eq!(
+        (&status["api_key"]["configured"], &status["api_key"]["hint"], &status["api_key"]["source"]),
+        (&json!(true), &json!("••••abcd"), &json!("environment"))
+    );
     let settings = invoke(&webview, "get_settings", json!({})).unwrap();
     assert!(!settings.to_string().contains("VERYSECRET"), "{settings}");
 }
@@ -73,9 +89,10 @@ fn settings_round_trip_and_errors_name_the_key() {
     assert_eq!(saved["gemini"]["model"], "gemini-2.5-flash");
     assert_eq!(saved["gemini"]["read_timeout"], "20s");
     assert_eq!(saved["api_key"]["hint"], "••••7890");
-    assert_eq!(saved["api_key"]["source"], "config_file");
+    assert_eq!(saved["api_key"]["source"], "keyring", "{saved}");
     let on_disk = std::fs::read_to_string(dir.path().join("config.toml")).unwrap();
     assert!(on_disk.contains("gemini-2.5-flash") && on_disk.contains("read_timeout = \"20s\""), "{on_disk}");
+    assert!(!on_disk.contains("my-secret-key"), "the key went into the keyring, not the file: {on_disk}");
 
     let mut bad = input.clone();
     bad["gemini"]["timeout"] = json!("soon");

@@ -4,6 +4,7 @@
 //! Exit codes: 0 when everything succeeded, 1 when any file failed, 2 on a usage or config error.
 
 mod import;
+mod key;
 mod products;
 mod usage;
 
@@ -31,13 +32,18 @@ pub const EXIT_USAGE: i32 = 2;
 #[command(
     name = "product-extractor",
     version,
-    about = "Extract product data from photos with Gemini into a local catalog."
+    about = "Extract product data from photos with Gemini into a local catalog.",
+    args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
     #[command(flatten)]
     pub global: Global,
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Photos or folders to open in the window and queue for extraction (what a file manager's
+    /// "Open with" passes). A running window is handed them instead of a second one opening.
+    #[arg(value_name = "PHOTO")]
+    pub open: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -70,6 +76,10 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The Gemini API key in the OS keyring: `key set` (from standard input), `key status`,
+    /// `key delete`.
+    #[command(subcommand)]
+    Key(key::KeyCommand),
 }
 
 #[derive(Debug, Args)]
@@ -212,6 +222,7 @@ pub fn run(global: &Global, command: Command) -> i32 {
             Command::Import(args) => import::run(&state, args).await,
             Command::Usage(args) => usage::run(&state, args).await,
             Command::Breaker { json } => breaker(&state, json),
+            Command::Key(command) => key::run(&state, command).await,
         }
     })
 }

@@ -15,6 +15,7 @@ use ts_rs::TS;
 #[ts(export)]
 pub enum KeySource {
     Environment,
+    Keyring,
     ConfigFile,
     Demo,
     None,
@@ -27,13 +28,16 @@ pub struct KeyStatus {
     pub configured: bool,
     pub hint: Option<String>,
     pub source: KeySource,
+    /// Why the OS keyring could not be used, when it could not (Settings offers the environment
+    /// variable or, by explicit choice, the config file).
+    pub keyring_problem: Option<String>,
 }
 
 impl KeyStatus {
     pub fn of(key: Option<&ApiKey>, source: KeySource) -> Self {
         match key {
-            Some(key) => Self { configured: true, hint: Some(key.masked()), source },
-            None => Self { configured: false, hint: None, source: KeySource::None },
+            Some(key) => Self { configured: true, hint: Some(key.masked()), source, keyring_problem: None },
+            None => Self { configured: false, hint: None, source: KeySource::None, keyring_problem: None },
         }
     }
 }
@@ -79,8 +83,12 @@ pub struct Settings {
 #[ts(export)]
 pub enum ApiKeyChange {
     Keep,
+    /// Removes the key from the keyring and the config file.
     Clear,
+    /// Stores the key in the OS keyring.
     Set { key: String },
+    /// Stores the key in the config file, plain text: only when the user chose it explicitly.
+    SetInConfigFile { key: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]

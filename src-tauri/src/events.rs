@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use tauri::{AppHandle, Emitter, Runtime};
+use pe_core::import::{ImportProgress, ImportStatus};
+use tauri::{AppHandle, Emitter, Manager, Runtime};
 
 use crate::state::AppState;
 
@@ -84,8 +85,13 @@ pub async fn import_bridge<R: Runtime>(app: AppHandle<R>, state: AppState) {
         }
     });
     let mut progress = queue.progress();
+    let mut last_status = progress.borrow().status.clone();
     loop {
         let snapshot = progress.borrow_and_update().clone();
+        if let Some((title, body)) = notice(&last_status, &snapshot) {
+            notify_if_away(&app, &title, &body);
+        }
+        last_status = snapshot.status.clone();
         if let Err(e) = app.emit(IMPORT_EVENT, snapshot) {
             tracing::debug!("import progress not delivered: {e}");
         }
@@ -93,5 +99,87 @@ pub async fn import_bridge<R: Runtime>(app: AppHandle<R>, state: AppState) {
             return;
         }
         tokio::time::sleep(COALESCE).await;
+    }
+}
+
+/// What a person away from the window should hear about the queue's change from `before` to
+/// `now`: it finished working, or it stopped for something only they can fix. `None` otherwise.
+pub fn notice(before: &ImportStatus, now: &ImportProgress) -> Option<(String, String)> {
+    if before == &now.status {
+        return None;
+    }
+    match &now.status {
+        ImportStatus::Finished if matches!(before, ImportStatus::Running) => {
+            let c = &now.counts;
+            let mut body = format!("{} ready for review", c.ready);
+            if c.failed > 0 {
+                body.push_str(&format!(", {} failed", c.failed));
+            }
+            Some(("Import finished".into(), body))
+        }
+        ImportStatus::Stopped { message, .. } => Some(("Import stopped".into(), message.clone())),
+        ImportStatus::WaitingQuota { message, .. } if !matches!(before, ImportStatus::WaitingQuota { .. }) => {
+            Some(("Import waiting for Gemini's quota".into(), message.clone()))
+        }
+        _ => None,
+    }
+}
+
+/// A desktop notification, only while the window is not in front (whoever looks at it sees the
+/// change there). Silent without the notification plugin (the mock runtime's tests).
+fn notify_if_away<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str) {
+    let focused = app.get_webview_window("main").and_then(|w| w.is_focused().ok()).unwrap_or(false);
+    if focused {
+        return;
+    }
+    if let Some(notification) = app.try_state::<tauri_plugin_notification::Notification<R>>() {
+        if let Err(e) = notification.builder().title(title).body(body).show() {
+            tracing::debug!("desktop notification not shown: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pe_core::import::StateCounts;
+    use pe_core::ErrorCode;
+
+    fn progress(status: ImportStatus, ready: u32, failed: u32) -> ImportProgress {
+        let counts = StateCounts { ready, failed, ..StateCounts::default() };
+        ImportProgress {
+            counts,
+            total: ready + failed,
+            done: ready + failed,
+            duplicates: 0,
+            throughput_per_min: 0.0,
+            eta_ms: None,
+            status,
+            in_flight: 0,
+            changes: 0,
+        }
+    }
+
+    #[test]
+    fn a_finished_run_is_told_with_its_counts() {
+        let (title, body) = notice(&ImportStatus::Running, &progress(ImportStatus::Finished, 12, 2)).unwrap();
+        assert_eq!(title, "Import finished");
+        assert_eq!(body, "12 ready for review, 2 failed");
+        assert_eq!(notice(&ImportStatus::Running, &progress(ImportStatus::Finished, 3, 0)).unwrap().1, "3 ready for review");
+    }
+
+    #[test]
+    fn only_changes_that_need_a_person_are_told() {
+        let stopped = ImportStatus::Stopped { code: ErrorCode::GeminiAuth, message: "Gemini refused the key".into() };
+        assert_eq!(
+            notice(&ImportStatus::Running, &progress(stopped.clone(), 0, 0)),
+            Some(("Import stopped".into(), "Gemini refused the key".into()))
+        );
+        // The same status again, a start, a pause by the user, an idle queue: nothing.
+        assert_eq!(notice(&stopped, &progress(stopped.clone(), 0, 0)), None);
+        assert_eq!(notice(&ImportStatus::Idle, &progress(ImportStatus::Running, 0, 0)), None);
+        assert_eq!(notice(&ImportStatus::Running, &progress(ImportStatus::PausedByUser, 0, 0)), None);
+        // Finished without having run (a window opened on a done queue): nothing.
+        assert_eq!(notice(&ImportStatus::Idle, &progress(ImportStatus::Finished, 5, 0)), None);
     }
 }

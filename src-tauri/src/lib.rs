@@ -15,12 +15,20 @@ pub mod commands;
 pub mod dto;
 pub mod events;
 pub mod logging;
+pub mod secrets;
 pub mod state;
 
+use std::path::{Path, PathBuf};
+
 use clap::Parser;
-use tauri::Runtime;
+use pe_core::import::EnqueueOptions;
+use tauri::{AppHandle, Emitter, Manager, Runtime};
 
 use crate::state::{process_env, AppState};
+
+/// Sent to the window when photos arrive from outside it (launch arguments, a second launch):
+/// it shows the Extract view, where their cards appear.
+pub const OPENED_EVENT: &str = "app://opened";
 
 /// Registers the plugin, the state and every command. Generic over the runtime so the commands
 /// can be driven through Tauri's mock runtime in tests.
@@ -54,11 +62,19 @@ pub fn main_entry() -> i32 {
     };
     match cli.command {
         Some(command) => cli::run(&cli.global, command),
-        None => run_window(&cli.global),
+        None => run_window(&cli.global, cli.open),
     }
 }
 
-fn run_window(global: &cli::Global) -> i32 {
+fn run_window(global: &cli::Global, open: Vec<PathBuf>) -> i32 {
+    // A word that is no file is a mistyped subcommand more likely than a photo.
+    if let Some(missing) = open.iter().find(|p| !p.exists()) {
+        eprintln!(
+            "error: no such file, folder or command: {} (see `product-extractor --help`)",
+            missing.display()
+        );
+        return cli::EXIT_USAGE;
+    }
     let paths = global.paths();
     let _log = logging::init(&paths.log_dir, true);
     tracing::info!(data_dir = %paths.data_dir.display(), "starting the window");
@@ -69,12 +85,135 @@ fn run_window(global: &cli::Global) -> i32 {
             return cli::EXIT_USAGE;
         }
     };
-    match setup(tauri::Builder::default(), state).run(tauri::generate_context!("tauri.conf.json")) {
+    let instance_id = instance_id(&paths_of(&state));
+    // One window per catalog: a second launch on the same data dir hands its paths to the running
+    // window (which queues them and comes to the front) and exits. Windows on other data dirs are
+    // other catalogs, so they run side by side.
+    let builder = tauri::Builder::default()
+        .plugin(
+            tauri_plugin_single_instance::Builder::new()
+                .dbus_id(instance_id)
+                .callback(|app, argv, cwd| {
+                    let open = cli::Cli::try_parse_from(&argv).map(|c| c.open).unwrap_or_default();
+                    let cwd = PathBuf::from(cwd);
+                    let open = open.into_iter().map(|p| if p.is_absolute() { p } else { cwd.join(p) }).collect();
+                    show_window(app);
+                    open_paths(app, open);
+                })
+                .build(),
+        )
+        .plugin(tauri_plugin_window_state::Builder::default().build())
+        .plugin(tauri_plugin_notification::init());
+    if !open.is_empty() {
+        queue_launch_paths(&state, open);
+    }
+    match setup(builder, state).run(tauri::generate_context!("tauri.conf.json")) {
         Ok(()) => cli::EXIT_OK,
         Err(e) => {
             tracing::error!("the window failed: {e}");
             eprintln!("error: the window failed: {e}");
             cli::EXIT_FAILED
+        }
+    }
+}
+
+fn paths_of(state: &AppState) -> PathBuf {
+    state.paths().data_dir.clone()
+}
+
+/// The single-instance name for a data dir: the app's identifier and a hash of the directory (a
+/// D-Bus name element cannot start with a digit, hence the `d`).
+pub fn instance_id(data_dir: &Path) -> String {
+    use std::hash::{Hash, Hasher};
+    let dir = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    dir.hash(&mut hasher);
+    format!("{}.d{:016x}", IDENTIFIER, hasher.finish())
+}
+
+/// The app's reverse-DNS identifier (tauri.conf.json's `identifier`).
+pub const IDENTIFIER: &str = "io.github.productextractor";
+
+/// Queues the photos the window was launched with before it opens: the Extract view lists them
+/// when it starts.
+fn queue_launch_paths(state: &AppState, open: Vec<PathBuf>) {
+    let state = state.clone();
+    let queued = tauri::async_runtime::block_on(async move {
+        let queue = state.import_queue().await?;
+        Ok::<_, pe_core::ErrorReport>(queue.enqueue_files(open, EnqueueOptions::interactive()).await?)
+    });
+    match queued {
+        Ok(enqueued) => tracing::info!(files = enqueued.files.len(), "queued the photos the window was opened with"),
+        Err(e) => tracing::error!("could not queue the photos the window was opened with: {}", e.message),
+    }
+}
+
+/// Queues photos handed to the running window (a second launch) and tells the window.
+pub fn open_paths<R: Runtime>(app: &AppHandle<R>, open: Vec<PathBuf>) {
+    if open.is_empty() {
+        return;
+    }
+    let app = app.clone();
+    tauri::async_runtime::spawn(async move {
+        let state = app.state::<AppState>().inner().clone();
+        let queued = async {
+            let queue = state.import_queue().await?;
+            Ok::<_, pe_core::ErrorReport>(queue.enqueue_files(open, EnqueueOptions::interactive()).await?)
+        }
+        .await;
+        match queued {
+            Ok(enqueued) => {
+                let _ = app.emit(OPENED_EVENT, enqueued.files.len());
+            }
+            Err(e) => tracing::error!("could not queue the photos handed to the window: {}", e.message),
+        }
+    });
+}
+
+fn show_window<R: Runtime>(app: &AppHandle<R>) {
+    if let Some(window) = app.get_webview_window("main") {
+        let _ = window.unminimize();
+        let _ = window.show();
+        let _ = window.set_focus();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_desktop_entry_offers_every_photo_type_intake_reads_and_folders() {
+        let entry = include_str!("../../packaging/product-extractor.desktop");
+        let mime: Vec<&str> = entry
+            .lines()
+            .find_map(|l| l.strip_prefix("MimeType="))
+            .expect("a MimeType line")
+            .split(';')
+            .filter(|m| !m.is_empty())
+            .collect();
+        let mut expected: Vec<&str> = pe_core::intake::PHOTO_MIME_TYPES.to_vec();
+        expected.push("inode/directory");
+        assert_eq!(mime, expected);
+        assert!(entry.contains("Exec={{exec}} %F"), "launched with the chosen files");
+    }
+
+    #[test]
+    fn the_identifier_is_the_one_in_tauri_conf() {
+        let conf: serde_json::Value = serde_json::from_str(include_str!("../../tauri.conf.json")).unwrap();
+        assert_eq!(conf["identifier"], IDENTIFIER);
+    }
+
+    #[test]
+    fn each_data_dir_is_its_own_instance() {
+        let a = instance_id(Path::new("/tmp/catalog-a"));
+        let b = instance_id(Path::new("/tmp/catalog-b"));
+        assert_ne!(a, b);
+        assert_eq!(a, instance_id(Path::new("/tmp/catalog-a")));
+        // A valid D-Bus name: elements of [A-Za-z0-9_-], none starting with a digit.
+        for element in a.split('.') {
+            assert!(!element.is_empty() && !element.starts_with(|c: char| c.is_ascii_digit()), "{a}");
+            assert!(element.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'), "{a}");
         }
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use fake_gemini::{Behavior, FakeGemini, FakeOptions};
 use pe_core::catalog::Catalog;
-use pe_core::config::{ApiKey, Config, ENV_API_KEY};
+use pe_core::config::{ApiKey, Config, KeyStorage, ENV_API_KEY};
 use pe_core::gemini::GeminiClient;
 use pe_core::import::{ImportOptions, ImportQueue};
 use pe_core::pipeline::{system_clock, Pipeline, UnixClock};
@@ -17,6 +17,7 @@ use pe_core::resilience::ResilienceStack;
 use pe_core::ErrorReport;
 
 use crate::dto::{AppStatus, KeySource, KeyStatus};
+use crate::secrets::{Keyring, KeyringError};
 
 /// The name of the one resilience stack (and its breaker) around Gemini calls.
 pub const STACK_NAME: &str = "gemini";
@@ -72,9 +73,19 @@ struct Shared {
     /// The one resilience stack named `gemini`; replaced (the breaker resets) only when its
     /// settings change. The panel's bridge watches this to follow a replacement.
     stack: tokio::sync::watch::Sender<ResilienceStack>,
+    /// The OS keyring's entry for the API key, and what it held when last read or written.
+    keyring: Keyring,
+    keyring_state: RwLock<KeyringState>,
     /// The bulk-import queue, opened on first use: at startup, so that an import a previous
     /// session left unfinished resumes. It follows the live pipeline.
     import: tokio::sync::OnceCell<ImportQueue>,
+}
+
+/// What the keyring holds, as last read or written; `problem` when it could not be used.
+#[derive(Debug, Clone, Default)]
+struct KeyringState {
+    key: Option<ApiKey>,
+    problem: Option<KeyringError>,
 }
 
 struct Live {
@@ -96,10 +107,12 @@ impl AppState {
     }
 
     pub fn open_with_clock(paths: Paths, env: Env, clock: UnixClock) -> Result<Self, ErrorReport> {
-        let file_config = Config::load(&paths.config_file, |_| None)?;
+        let mut file_config = Config::load(&paths.config_file, |_| None)?;
+        let keyring = Keyring::from_env(&*env);
+        let keyring_state = read_keyring(&keyring, &mut file_config, &paths.config_file, &*env);
         let catalog = Catalog::open(&paths.database)?;
         let stack = ResilienceStack::new(STACK_NAME, file_config.resilience.clone())?;
-        let live = Live::build(file_config, &*env, None, &catalog, &stack, &clock)?;
+        let live = Live::build(file_config, &*env, keyring_state.key.as_ref(), None, &catalog, &stack, &clock)?;
         Ok(Self {
             shared: Arc::new(Shared {
                 paths,
@@ -107,6 +120,8 @@ impl AppState {
                 clock,
                 catalog,
                 live: RwLock::new(live),
+                keyring,
+                keyring_state: RwLock::new(keyring_state),
                 reconfigure: tokio::sync::Mutex::new(()),
                 stack: tokio::sync::watch::channel(stack).0,
                 import: tokio::sync::OnceCell::new(),
@@ -181,7 +196,43 @@ impl AppState {
     }
 
     pub fn key_status(&self) -> KeyStatus {
-        self.read(Live::key_status)
+        let problem = self.keyring_state().problem.map(|p| p.to_string());
+        let mut status = self.read(Live::key_status);
+        status.keyring_problem = problem;
+        status
+    }
+
+    fn keyring_state(&self) -> KeyringState {
+        self.shared.keyring_state.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// Stores the key in the OS keyring (or removes it, `None`) and applies it. The file config's
+    /// own key, if any, is removed: one place holds the key.
+    pub async fn set_keyring_key(&self, key: Option<ApiKey>) -> Result<(), ErrorReport> {
+        let keyring = self.shared.keyring.clone();
+        let stored = key.clone();
+        let result = tokio::task::spawn_blocking(move || match &stored {
+            Some(key) => keyring.set(key),
+            None => keyring.delete().map(|_| ()),
+        })
+        .await
+        .map_err(|e| ErrorReport::new(pe_core::ErrorCode::Io, format!("the keyring task failed: {e}")))?;
+        {
+            let mut state = self.shared.keyring_state.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match result {
+                Ok(()) => *state = KeyringState { key, problem: None },
+                // Nothing to remove from a keyring there is none of.
+                Err(KeyringError::Unavailable(_)) if key.is_none() => state.key = None,
+                Err(problem) => {
+                    state.problem = Some(problem.clone());
+                    return Err(problem.into());
+                }
+            }
+        }
+        let mut config = self.file_config();
+        config.gemini.api_key = None;
+        config.gemini.key_storage = KeyStorage::Keyring;
+        self.apply_file_config(config).await
     }
 
     /// Validates and writes a new file config, then rebuilds the pipeline from it.
@@ -194,8 +245,16 @@ impl AppState {
         if replaced {
             stack = ResilienceStack::new(STACK_NAME, config.resilience.clone())?;
         }
-        let live =
-            Live::build(config.clone(), &*self.shared.env, demo, &self.shared.catalog, &stack, &self.shared.clock)?;
+        let keyring_key = self.keyring_state().key;
+        let live = Live::build(
+            config.clone(),
+            &*self.shared.env,
+            keyring_key.as_ref(),
+            demo,
+            &self.shared.catalog,
+            &stack,
+            &self.shared.clock,
+        )?;
         let path = self.shared.paths.config_file.clone();
         tokio::task::spawn_blocking(move || config.save(&path))
             .await
@@ -233,8 +292,16 @@ impl AppState {
             tracing::info!("demo mode off");
             None
         };
-        let live =
-            Live::build(file_config, &*self.shared.env, demo, &self.shared.catalog, &self.stack(), &self.shared.clock)?;
+        let keyring_key = self.keyring_state().key;
+        let live = Live::build(
+            file_config,
+            &*self.shared.env,
+            keyring_key.as_ref(),
+            demo,
+            &self.shared.catalog,
+            &self.stack(),
+            &self.shared.clock,
+        )?;
         self.write(live);
         self.follow_pipeline();
         Ok(self.status())
@@ -254,6 +321,7 @@ impl Live {
     fn build(
         file_config: Config,
         env: &(dyn Fn(&str) -> Option<String> + Send + Sync),
+        keyring_key: Option<&ApiKey>,
         demo: Option<Arc<FakeGemini>>,
         catalog: &Catalog,
         stack: &ResilienceStack,
@@ -261,10 +329,16 @@ impl Live {
     ) -> Result<Self, ErrorReport> {
         let mut effective = file_config.clone();
         effective.apply_env(env);
-        let mut key_source = match (&effective.gemini.api_key, env(ENV_API_KEY).and_then(ApiKey::new)) {
-            (None, _) => KeySource::None,
-            (Some(_), Some(_)) => KeySource::Environment,
-            (Some(_), None) => KeySource::ConfigFile,
+        // The environment, then the keyring, then the file.
+        let mut key_source = if env(ENV_API_KEY).and_then(ApiKey::new).is_some() {
+            KeySource::Environment
+        } else if let Some(key) = keyring_key {
+            effective.gemini.api_key = Some(key.clone());
+            KeySource::Keyring
+        } else if effective.gemini.api_key.is_some() {
+            KeySource::ConfigFile
+        } else {
+            KeySource::None
         };
         if let Some(fake) = &demo {
             effective.gemini.base_url = fake.base_url();
@@ -280,6 +354,43 @@ impl Live {
 
     fn key_status(&self) -> KeyStatus {
         KeyStatus::of(self.effective.gemini.api_key.as_ref(), self.key_source)
+    }
+}
+
+/// Reads the key from the OS keyring, unless the environment's key makes it moot or the user keeps
+/// the key in the file. A key an earlier version wrote into the config file moves into the
+/// keyring, and out of the file (written atomically), once the keyring has it.
+fn read_keyring(
+    keyring: &Keyring,
+    file_config: &mut Config,
+    config_path: &Path,
+    env: &(dyn Fn(&str) -> Option<String> + Send + Sync),
+) -> KeyringState {
+    if env(ENV_API_KEY).and_then(ApiKey::new).is_some() || file_config.gemini.key_storage == KeyStorage::ConfigFile {
+        return KeyringState::default();
+    }
+    if let Some(old) = file_config.gemini.api_key.clone() {
+        if let Err(problem) = keyring.set(&old) {
+            tracing::warn!("the API key stays in the config file: {problem}");
+            return KeyringState { key: None, problem: Some(problem) };
+        }
+        let mut moved = file_config.clone();
+        moved.gemini.api_key = None;
+        match moved.save(config_path) {
+            Ok(()) => {
+                tracing::info!("moved the API key from the config file into the OS keyring");
+                *file_config = moved;
+            }
+            Err(e) => tracing::warn!("the API key is in the keyring, but the config file still holds it: {e}"),
+        }
+        return KeyringState { key: Some(old), problem: None };
+    }
+    match keyring.get() {
+        Ok(key) => KeyringState { key, problem: None },
+        Err(problem) => {
+            tracing::info!("no API key from the keyring: {problem}");
+            KeyringState { key: None, problem: Some(problem) }
+        }
     }
 }
 

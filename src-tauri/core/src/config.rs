@@ -4,7 +4,8 @@
 //! [gemini]
 //! base_url = "https://generativelanguage.googleapis.com"
 //! model = "gemini-flash-latest"
-//! api_key = "..."          # optional; GEMINI_API_KEY overrides it
+//! # the key lives in the OS keyring (Settings or `key set`); GEMINI_API_KEY overrides it
+//! key_storage = "keyring"  # or "config_file": then api_key = "..." here, plain text
 //! timeout = "60s"          # the whole call
 //! connect_timeout = "10s"  # TCP + TLS
 //! read_timeout = "45s"     # connected, but no bytes arrive
@@ -133,8 +134,13 @@ impl From<Config> for ConfigFile {
 pub struct GeminiConfig {
     pub base_url: String,
     pub model: String,
+    /// Only in the file when the user chose to keep it there (`key_storage = "config_file"`), or
+    /// written by an earlier version (it moves into the OS keyring on start).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub api_key: Option<ApiKey>,
+    /// Where the app keeps a key typed into Settings or `key set`: the OS keyring (default), or,
+    /// by the user's explicit choice, this file in plain text.
+    pub key_storage: KeyStorage,
     /// The whole call, from sending to the last byte of the answer.
     #[serde(with = "humantime_serde")]
     pub timeout: Duration,
@@ -192,6 +198,7 @@ impl Default for GeminiConfig {
             base_url: DEFAULT_BASE_URL.into(),
             model: DEFAULT_MODEL.into(),
             api_key: None,
+            key_storage: KeyStorage::Keyring,
             timeout: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(60),
@@ -202,6 +209,18 @@ impl Default for GeminiConfig {
             max_response_bytes: 10_000_000,
         }
     }
+}
+
+/// Where the API key is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum KeyStorage {
+    /// The OS keyring (the Secret Service on Linux).
+    #[default]
+    Keyring,
+    /// `api_key` in the config file, plain text (mode 0600): only by the user's explicit choice.
+    ConfigFile,
 }
 
 /// How photos are prepared before upload.

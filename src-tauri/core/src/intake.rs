@@ -253,6 +253,10 @@ fn jpeg_data_url(jpeg: &[u8]) -> String {
 /// listed so that they are reported as unsupported rather than ignored).
 pub const PHOTO_EXTENSIONS: &[&str] = &["jpg", "jpeg", "jfif", "png", "webp", "gif", "heic", "heif"];
 
+/// The MIME types of the photos intake reads (HEIC/HEIF are recognised only to be refused): what
+/// the desktop entry offers to open (packaging/product-extractor.desktop; a test compares them).
+pub const PHOTO_MIME_TYPES: &[&str] = &["image/jpeg", "image/png", "image/webp", "image/gif"];
+
 /// Whether a folder walk picks this file up (by extension, any case).
 pub fn has_photo_extension(path: &Path) -> bool {
     path.extension()

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use pe_core::config::{ApiKey, Config};
+use pe_core::config::{ApiKey, Config, KeyStorage};
 use pe_core::gemini::GeminiError;
 use pe_core::pipeline::ExtractError;
 use pe_core::resilience::{ResilienceConfig, SlotPolicy};
@@ -21,8 +21,14 @@ pub async fn get_settings(state: State<'_, AppState>) -> Result<Settings, ErrorR
 }
 
 pub async fn save_settings(state: State<'_, AppState>, input: SettingsInput) -> Result<Settings, ErrorReport> {
+    let change = input.api_key.clone();
     let config = apply_input(state.file_config(), input)?;
     state.apply_file_config(config).await?;
+    match change {
+        ApiKeyChange::Set { key } => state.set_keyring_key(api_key(key)?.into()).await?,
+        ApiKeyChange::Clear => state.set_keyring_key(None).await?,
+        ApiKeyChange::Keep | ApiKeyChange::SetInConfigFile { .. } => {}
+    }
     Ok(settings_of(&state))
 }
 
@@ -66,17 +72,26 @@ pub fn apply_input(mut config: Config, input: SettingsInput) -> Result<Config, E
     config.image = input.image;
     config.resilience = serde_path_to_error::deserialize::<_, ResilienceConfig>(input.resilience)
         .map_err(|e| ErrorReport::new(ErrorCode::Config, format!("invalid setting {}: {}", e.path(), e.inner())))?;
+    // A key for the keyring is stored by `save_settings` once the rest is valid; here only the
+    // file's part of the change.
     match input.api_key {
         ApiKeyChange::Keep => {}
         ApiKeyChange::Clear => config.gemini.api_key = None,
         ApiKeyChange::Set { key } => {
-            config.gemini.api_key = Some(ApiKey::new(key).ok_or_else(|| {
-                ErrorReport::new(ErrorCode::Config, "The API key is empty — paste the key from Google AI Studio.")
-            })?);
+            api_key(key)?;
+        }
+        ApiKeyChange::SetInConfigFile { key } => {
+            config.gemini.api_key = Some(api_key(key)?);
+            config.gemini.key_storage = KeyStorage::ConfigFile;
         }
     }
     config.validate()?;
     Ok(config)
+}
+
+fn api_key(key: String) -> Result<ApiKey, ErrorReport> {
+    ApiKey::new(key)
+        .ok_or_else(|| ErrorReport::new(ErrorCode::Config, "The API key is empty — paste the key from Google AI Studio."))
 }
 
 fn duration(key: &str, text: &str) -> Result<Duration, ErrorReport> {

@@ -3,4 +3,4 @@
 /**
  * What Save in Settings does with the key. The current key never travels to the UI.
  */
-export type ApiKeyChange = { "action": "keep" } | { "action": "clear" } | { "action": "set", key: string, };
+export type ApiKeyChange = { "action": "keep" } | { "action": "clear" } | { "action": "set", key: string, } | { "action": "set_in_config_file", key: string, };

@@ -3,4 +3,4 @@
 /**
  * Where the configured key comes from.
  */
-export type KeySource = "environment" | "config_file" | "demo" | "none";
+export type KeySource = "environment" | "keyring" | "config_file" | "demo" | "none";

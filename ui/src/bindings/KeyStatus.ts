@@ -4,4 +4,9 @@ import type { KeySource } from "./KeySource";
 /**
  * What the UI may know about the key: whether there is one, and its last four characters.
  */
-export type KeyStatus = { configured: boolean, hint: string | null, source: KeySource, };
+export type KeyStatus = { configured: boolean, hint: string | null, source: KeySource, 
+/**
+ * Why the OS keyring could not be used, when it could not (Settings offers the environment
+ * variable or, by explicit choice, the config file).
+ */
+keyring_problem: string | null, };

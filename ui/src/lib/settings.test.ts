@@ -29,11 +29,26 @@ const settings: Settings = {
     retry: { max_attempts: 3, wait_duration: "500ms", max_wait: "1m" },
     rate_limiter: { enabled: false, limit_for_period: 10, limit_refresh_period: "1m" },
   },
-  api_key: { configured: true, hint: "••••x9Q2", source: "config_file" },
+  api_key: { configured: true, hint: "••••x9Q2", source: "keyring", keyring_problem: null },
   config_path: "/home/ann/.config/product-extractor/config.toml",
 };
 
 describe("settings form", () => {
+  it("sends a new key to the keyring unless the user chose the config file", () => {
+    const form = { ...settingsToForm(settings), apiKey: "  AIzaNEWKEY  " };
+    expect(form.keyInConfigFile).toBe(false);
+    expect(formToSettingsInput(form).input.api_key).toEqual({ action: "set", key: "AIzaNEWKEY" });
+    form.keyInConfigFile = true;
+    expect(formToSettingsInput(form).input.api_key).toEqual({ action: "set_in_config_file", key: "AIzaNEWKEY" });
+    // No key typed: the choice alone changes nothing.
+    expect(formToSettingsInput({ ...form, apiKey: "" }).input.api_key).toEqual({ action: "keep" });
+  });
+
+  it("keeps the config file as the place for a key already there", () => {
+    const inFile: Settings = { ...settings, api_key: { ...settings.api_key, source: "config_file" } };
+    expect(settingsToForm(inFile).keyInConfigFile).toBe(true);
+  });
+
   it("round-trips with friendly units", () => {
     const form = settingsToForm(settings);
     expect(form.maxFileMb).toBe("20");

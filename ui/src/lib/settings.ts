@@ -7,6 +7,8 @@ import { parseDecimal } from "./form";
 
 export interface SettingsForm {
   apiKey: string;
+  /** Keep a new key in the config file (plain text) instead of the OS keyring: an explicit choice. */
+  keyInConfigFile: boolean;
   baseUrl: string;
   model: string;
   timeout: string;
@@ -38,7 +40,7 @@ export interface SettingsForm {
   rateLimiterRefreshPeriod: string;
 }
 
-export type SettingsField = Exclude<keyof SettingsForm, "apiKey"> | "apiKey";
+export type SettingsField = Exclude<keyof SettingsForm, "keyInConfigFile">;
 
 function trimNumber(n: number): string {
   return String(Math.round(n * 100) / 100);
@@ -49,6 +51,7 @@ export function settingsToForm(s: Settings): SettingsForm {
   const cb = r.circuit_breaker;
   return {
     apiKey: "",
+    keyInConfigFile: s.api_key.source === "config_file",
     baseUrl: s.gemini.base_url,
     model: s.gemini.model,
     timeout: s.gemini.timeout,
@@ -146,7 +149,8 @@ export function formToSettingsInput(
     return value.trim();
   };
   const key = form.apiKey.trim();
-  const api_key: ApiKeyChange = key !== "" ? { action: "set", key } : { action: keyChange };
+  const api_key: ApiKeyChange =
+    key === "" ? { action: keyChange } : form.keyInConfigFile ? { action: "set_in_config_file", key } : { action: "set", key };
   const input: SettingsInput = {
     gemini: {
       base_url: required("baseUrl", form.baseUrl, "Base URL"),
