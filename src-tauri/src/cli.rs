@@ -32,8 +32,7 @@ pub const EXIT_USAGE: i32 = 2;
 #[command(
     name = "product-extractor",
     version,
-    about = "Extract product data from photos with Gemini into a local catalog.",
-    args_conflicts_with_subcommands = true
+    about = "Extract product data from photos with Gemini into a local catalog."
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -41,7 +40,8 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
     /// Photos or folders to open in the window and queue for extraction (what a file manager's
-    /// "Open with" passes). A running window is handed them instead of a second one opening.
+    /// "Open with" passes). A running window is handed them instead of a second one opening. A
+    /// subcommand's name is always the subcommand.
     #[arg(value_name = "PHOTO")]
     pub open: Vec<PathBuf>,
 }
