@@ -25,7 +25,7 @@ use super::shared::{lock, Hold, Shared, THROTTLE_WAIT};
 use super::store::{self, Claimed, Finish};
 use super::ImportError;
 use crate::error::{Coded, ErrorCode};
-use crate::pipeline::{ExtractError, GeminiOutcome, Pipeline};
+use crate::pipeline::{failing, ExtractError, GeminiOutcome, Pipeline};
 use crate::resilience::{BreakerState, NotPermitted, SlotPolicy};
 
 /// One item, from `preparing` to its outcome. A catalog failure stops the queue.
@@ -47,7 +47,7 @@ enum Fault {
     Own,
     /// The service failed after the stack's retries: another try later, up to the limit.
     Service,
-    Breaker(NotPermitted),
+    Breaker(NotPermitted, Option<ErrorCode>),
     Quota(Option<Duration>),
     /// Nothing will work until someone acts (key, model, settings).
     Stop,
@@ -59,7 +59,7 @@ enum Fault {
 fn classify(error: &ExtractError) -> Fault {
     match error {
         ExtractError::Intake(_) | ExtractError::Catalog(_) => Fault::Own,
-        ExtractError::CircuitOpen(rejection) => Fault::Breaker(rejection.clone()),
+        ExtractError::CircuitOpen(rejection, opened_by) => Fault::Breaker(rejection.clone(), *opened_by),
         ExtractError::BulkheadFull { .. } | ExtractError::RateLimited { .. } => Fault::Throttled,
         ExtractError::TimedOut(_) => Fault::Service,
         ExtractError::Gemini(e) => match e.code() {
@@ -162,15 +162,15 @@ async fn classified(
                 Fault::Own => (ItemState::Failed, true),
                 // A line per file now, as a single call would give (the CLI's `extract`).
                 Fault::Service if shared.options.fail_fast => (ItemState::Failed, true),
-                Fault::Breaker(_) | Fault::Quota(_) | Fault::Throttled | Fault::Stop if shared.options.fail_fast => {
+                Fault::Breaker(..) | Fault::Quota(_) | Fault::Throttled | Fault::Stop if shared.options.fail_fast => {
                     (ItemState::Failed, false)
                 }
                 Fault::Service if item.attempts + 1 >= shared.options.max_attempts_per_item => {
                     (ItemState::Failed, true)
                 }
                 Fault::Service => (ItemState::Queued, true),
-                Fault::Breaker(rejection) => {
-                    shared.hold(breaker_hold(&rejection, shared.now()));
+                Fault::Breaker(rejection, opened_by) => {
+                    shared.hold(breaker_hold(&rejection, opened_by, shared.now()));
                     (ItemState::Queued, false)
                 }
                 Fault::Quota(delay) => {
@@ -218,7 +218,7 @@ async fn finish(shared: &Arc<Shared>, outcome: Finish) -> Result<(), ImportError
     Ok(())
 }
 
-fn breaker_hold(rejection: &NotPermitted, now_ms: i64) -> Hold {
+fn breaker_hold(rejection: &NotPermitted, opened_by: Option<ErrorCode>, now_ms: i64) -> Hold {
     // "Strictly after" the retry time: wake a millisecond late rather than early.
     let wake_at = rejection.retry_in.map(|wait| Instant::now() + wait + Duration::from_millis(1));
     let until_unix_ms = rejection.retry_in.map(|wait| now_ms + millis(wait));
@@ -229,9 +229,9 @@ fn breaker_hold(rejection: &NotPermitted, now_ms: i64) -> Hold {
         (BreakerState::HalfOpen, _) => "Paused: Gemini was failing; waiting for the test calls to finish.".into(),
         (_, Some(at)) => {
             let at: chrono::DateTime<chrono::Local> = at.into();
-            format!("Paused: Gemini is failing, next try at {}.", at.format("%H:%M:%S"))
+            format!("Paused: {} (circuit open) — next probe at {}.", failing(opened_by), at.format("%H:%M:%S"))
         }
-        (_, None) => "Paused: Gemini is failing.".into(),
+        (_, None) => format!("Paused: {} (circuit open).", failing(opened_by)),
     };
     Hold::Breaker { wake_at, until_unix_ms, message }
 }
