@@ -12,7 +12,40 @@ fn fixture() -> PathBuf {
 
 /// Runs the binary with a clean environment: no display, only the given Gemini settings.
 async fn cli(data_dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_product-extractor"));
+    run(Command::new(env!("CARGO_BIN_EXE_product-extractor")), data_dir, env, args).await
+}
+
+/// [`cli`] as a user without privileges (`nobody`), so file permissions apply: root reads
+/// everything. Run as root, it switches with `setpriv`; it fails loudly when it cannot.
+async fn cli_unprivileged(data_dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Output {
+    if !is_root() {
+        return cli(data_dir, env, args).await;
+    }
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", env!("CARGO_BIN_EXE_product-extractor")]);
+    run(cmd, data_dir, env, args).await
+}
+
+fn is_root() -> bool {
+    let out = Command::new("id").arg("-u").output().expect("id -u");
+    String::from_utf8_lossy(&out.stdout).trim() == "0"
+}
+
+/// Checks that `setpriv` really drops root here (or that we are not root), else panics: the
+/// permission tests must never pass by running as root.
+fn assert_can_run_unprivileged() {
+    if !is_root() {
+        return;
+    }
+    let out = Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "id", "-u"])
+        .output()
+        .expect("setpriv (util-linux) is needed to run the permission tests as a non-root user");
+    let uid = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(out.status.success() && uid != "0", "cannot drop root for the permission tests: {out:?}");
+}
+
+async fn run(mut cmd: Command, data_dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Output {
     cmd.args(args)
         .env_remove("DISPLAY")
         .env_remove("WAYLAND_DISPLAY")
@@ -657,4 +690,118 @@ async fn a_word_that_is_no_file_is_a_usage_error_not_a_window() {
     let out = cli(dir.path(), &[], &["improt", "photos/"]).await;
     assert_eq!(out.status.code(), Some(2), "{:?}", text(&out));
     assert!(text(&out).1.contains("no such file, folder or command"), "{:?}", text(&out));
+
+/// A lasting failure (a permanent 503 that opens the breaker for a minute): `import` says so on
+/// stderr (not a terminal here) as the queue's state changes, gives up after `--give-up-after`
+/// without progress with exit 3 and a summary saying why, and leaves the items queued.
+#[tokio::test(flavor = "multi_thread")]
+async fn import_gives_up_on_a_lasting_failure_with_exit_3_and_the_items_stay_queued() {
+    let fake = FakeGemini::start(FakeOptions { default_behavior: Behavior::Unavailable, ..FakeOptions::default() })
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let shoot = dir.path().join("shoot");
+    photos(&shoot, 3, 90);
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(
+        data.join("config.toml"),
+        "[circuit_breaker]\nsliding_window_size = 2\nminimum_number_of_calls = 2\n\
+         wait_duration_in_open_state = \"60s\"\n[retry]\nmax_attempts = 1\n",
+    )
+    .unwrap();
+    let env = [("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &fake.base_url() as &str)];
+    let args = ["import", "--json", "--concurrency", "1", "--give-up-after", "2s", shoot.to_str().unwrap()];
+    let started = std::time::Instant::now();
+    let out = cli(&data, &env, &args).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "it ended long before the breaker's minute");
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l
+                .starts_with("paused: Gemini kept answering 5xx (overloaded or down) (circuit open) — next probe at ")),
+        "{stderr}"
+    );
+    assert!(stderr.lines().any(|l| l.starts_with("stopped: gave up after 2s without progress")), "{stderr}");
+    let lines = json_lines(&out);
+    let summary = &lines.last().unwrap()["summary"];
+    assert!(summary["gave_up"].as_str().unwrap().starts_with("gave up after 2s without progress"), "{summary}");
+    assert_eq!(summary["queued"], 3, "{summary}");
+    assert_eq!(summary["breaker"]["state"], "OPEN");
+    assert_eq!(fake.generate_count(), 2, "the open breaker sent nothing more");
+    let out = cli(&data, &[], &["import", "status", "--json"]).await;
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["counts"]["queued"], 3, "{status}");
+
+    // The text summary says it too.
+    let out = cli(&data, &env, &["import", "--give-up-after", "1s", shoot.to_str().unwrap()]).await;
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().last().unwrap().contains("; gave up after 1s without progress"), "{text}");
+    let out = cli(&data, &env, &["import", "--give-up-after", "soon", shoot.to_str().unwrap()]).await;
+    assert_eq!(out.status.code(), Some(2), "a duration that is not one is a usage error");
+}
+
+/// Paths that cannot be read, as a user without privileges: a folder or file given on the command
+/// line is an error line and exit 1 (never "0 files" and exit 0); an unreadable subfolder is a
+/// skip with the reason, and the rest of the folder is imported.
+#[tokio::test(flavor = "multi_thread")]
+async fn unreadable_paths_are_errors_when_given_and_skips_inside_a_folder() {
+    use std::os::unix::fs::PermissionsExt;
+    assert_can_run_unprivileged();
+    let fake = FakeGemini::start(FakeOptions::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let mode = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+    mode(root, 0o755);
+    let shoot = root.join("shoot");
+    photos(&shoot, 1, 110);
+    photos(&shoot.join("private"), 1, 120);
+    photos(&root.join("locked"), 1, 130);
+    std::fs::copy(fixture(), root.join("secret.jpg")).unwrap();
+    for p in [&shoot, &root.join("locked")] {
+        for entry in std::fs::read_dir(p).unwrap() {
+            mode(&entry.unwrap().path(), 0o644);
+        }
+        mode(p, 0o755);
+    }
+    mode(&shoot.join("private"), 0o000);
+    mode(&root.join("locked"), 0o000);
+    mode(&root.join("secret.jpg"), 0o000);
+    let data = root.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    mode(&data, 0o777);
+    let env = [("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &fake.base_url() as &str)];
+    let path = |p: &str| root.join(p).to_str().unwrap().to_string();
+
+    for given in ["locked", "secret.jpg", "missing.jpg"] {
+        let out = cli_unprivileged(&data, &env, &["extract", "--json", &path(given)]).await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "extract {given}: {stderr}");
+        let lines = json_lines(&out);
+        assert_eq!(lines[0]["ok"], false, "{given}: {lines:?}");
+        assert_eq!(lines[0]["error"]["kind"], "io", "{given}: {lines:?}");
+        assert!(lines[0]["error"]["message"].as_str().unwrap().contains(given), "{given}: {lines:?}");
+        assert_eq!(lines.last().unwrap()["summary"]["failed"], 1, "{given}: {lines:?}");
+
+        let out = cli_unprivileged(&data, &env, &["import", "--json", &path(given)]).await;
+        assert_eq!(out.status.code(), Some(1), "import {given}: {}", String::from_utf8_lossy(&out.stderr));
+        let lines = json_lines(&out);
+        assert_eq!(lines[0]["ok"], false, "{given}: {lines:?}");
+        assert_eq!(lines[0]["error"]["kind"], "io", "{given}: {lines:?}");
+        let out = cli_unprivileged(&data, &env, &["import", &path(given)]).await;
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.lines().any(|l| l.starts_with("error ") && l.contains("[io]")), "{given}: {text}");
+    }
+
+    let out = cli_unprivileged(&data, &env, &["import", "--json", &path("shoot")]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines = json_lines(&out);
+    let private = lines.iter().find(|l| l["file"].as_str().is_some_and(|f| f.ends_with("shoot/private")));
+    let private = private.unwrap_or_else(|| panic!("the locked subfolder is listed: {lines:?}"));
+    assert_eq!(private["skipped"]["reason"], "unreadable", "{private}");
+    assert!(private["skipped"]["message"].as_str().unwrap().contains("ermission denied"), "{private}");
+    assert_eq!(lines.iter().filter(|l| l["state"] == "ready").count(), 1, "{lines:?}");
 }

@@ -27,6 +27,8 @@ use crate::state::{process_env, AppState, Paths};
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILED: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
+/// `import --give-up-after`: Gemini kept failing with no progress for that long; the items wait.
+pub const EXIT_GAVE_UP: i32 = 3;
 
 #[derive(Debug, Parser)]
 #[command(

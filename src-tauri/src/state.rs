@@ -12,6 +12,7 @@ use pe_core::catalog::Catalog;
 use pe_core::config::{ApiKey, Config, KeyStorage, ENV_API_KEY};
 use pe_core::gemini::GeminiClient;
 use pe_core::import::{ImportOptions, ImportQueue};
+use pe_core::intake::DecodeBudget;
 use pe_core::pipeline::{system_clock, Pipeline, UnixClock};
 use pe_core::resilience::ResilienceStack;
 use pe_core::ErrorReport;
@@ -348,7 +349,8 @@ impl Live {
         effective.validate()?;
         let client = GeminiClient::new(&effective.gemini)?;
         let pipeline = Pipeline::new(client, stack.clone(), catalog.clone(), effective.image.clone(), clock.clone())
-            .with_pricing(effective.pricing.clone());
+            .with_pricing(effective.pricing.clone())
+            .with_decode_budget(DecodeBudget::new(effective.intake.decode_budget_bytes));
         Ok(Self { file_config, effective, key_source, pipeline, demo })
     }
 

@@ -26,6 +26,8 @@
 //! [batch]                  # batch imports (`import --batch`, "Overnight" in the window)
 //! poll_interval = "30s"    # how often a batch's state is looked at (backing off on errors)
 //! max_requests = 500       # photos per batch at most (each batch also stays under 20 MB)
+//! [intake]
+//! decode_budget_bytes = 1073741824   # the memory concurrent decodes share (1 GiB)
 //!
 //! [circuit_breaker]        # and [bulkhead], [time_limiter], [retry], [rate_limiter]:
 //! wait_duration_in_open_state = "15s"   # the resilience stack's sections, see `resilience`
@@ -56,6 +58,7 @@ pub const DEFAULT_MODEL: &str = "gemini-flash-latest";
 pub struct Config {
     pub gemini: GeminiConfig,
     pub image: ImageConfig,
+    pub intake: IntakeConfig,
     /// The resilience stack around every Gemini call (see `resilience`), as the stack takes it.
     pub resilience: ResilienceConfig,
     /// Prices per model and the daily budget (`[pricing]`).
@@ -102,6 +105,7 @@ impl BatchConfig {
 struct ConfigFile {
     gemini: GeminiConfig,
     image: ImageConfig,
+    intake: IntakeConfig,
     circuit_breaker: CircuitBreakerConfig,
     bulkhead: BulkheadConfig,
     time_limiter: TimeLimiterConfig,
@@ -113,18 +117,28 @@ struct ConfigFile {
 
 impl From<ConfigFile> for Config {
     fn from(file: ConfigFile) -> Self {
-        let ConfigFile { gemini, image, circuit_breaker, bulkhead, time_limiter, retry, rate_limiter, pricing, batch } =
-            file;
+        let ConfigFile {
+            gemini,
+            image,
+            intake,
+            circuit_breaker,
+            bulkhead,
+            time_limiter,
+            retry,
+            rate_limiter,
+            pricing,
+            batch,
+        } = file;
         let resilience = ResilienceConfig { circuit_breaker, bulkhead, time_limiter, retry, rate_limiter };
-        Self { gemini, image, resilience, pricing, batch }
+        Self { gemini, image, intake, resilience, pricing, batch }
     }
 }
 
 impl From<Config> for ConfigFile {
     fn from(config: Config) -> Self {
-        let Config { gemini, image, resilience, pricing, batch } = config;
+        let Config { gemini, image, intake, resilience, pricing, batch } = config;
         let ResilienceConfig { circuit_breaker, bulkhead, time_limiter, retry, rate_limiter } = resilience;
-        Self { gemini, image, circuit_breaker, bulkhead, time_limiter, retry, rate_limiter, pricing, batch }
+        Self { gemini, image, intake, circuit_breaker, bulkhead, time_limiter, retry, rate_limiter, pricing, batch }
     }
 }
 
@@ -243,6 +257,21 @@ pub struct ImageConfig {
 impl Default for ImageConfig {
     fn default() -> Self {
         Self { max_long_edge: 1536, jpeg_quality: 85, max_file_bytes: 20_000_000, max_pixels: 50_000_000 }
+    }
+}
+
+/// How photos are taken in (`[intake]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IntakeConfig {
+    /// The memory that concurrent decodes share, estimated from each image's header
+    /// (`intake::DecodeBudget`); one image larger than this still decodes, alone.
+    pub decode_budget_bytes: u64,
+}
+
+impl Default for IntakeConfig {
+    fn default() -> Self {
+        Self { decode_budget_bytes: 1 << 30 }
     }
 }
 
@@ -392,6 +421,9 @@ impl Config {
             return invalid("image.max_pixels", "must be more than zero");
         }
         self.pricing.validate().map_err(|(key, message)| ConfigError::Invalid { key, message })?;
+        if self.intake.decode_budget_bytes < 16 << 20 {
+            return invalid("intake.decode_budget_bytes", "must be at least 16777216 (16 MiB)");
+        }
         Ok(())
     }
 
@@ -466,6 +498,9 @@ mod tests {
         assert_eq!(c.gemini.timeout, Duration::from_secs(5));
         assert_eq!(c.gemini.read_timeout, Duration::from_millis(250));
         assert_eq!(c.image.jpeg_quality, 70);
+        let c2 = Config::from_toml("[intake]\ndecode_budget_bytes = 268435456\n", &path).unwrap();
+        assert_eq!(c2.intake.decode_budget_bytes, 256 << 20);
+        assert!(Config::from_toml("[intake]\ndecode_budget_bytes = 1000\n", &path).is_err());
         let env = |k: &str| match k {
             ENV_MODEL => Some("from-env".to_string()),
             ENV_API_KEY => Some("  secret-key-123456 ".to_string()),
@@ -536,9 +571,16 @@ mod tests {
         assert_eq!(r.retry.wait_duration, RetryConfig::default().wait_duration, "unset keys keep their defaults");
 
         let written = toml::to_string_pretty(&c).unwrap();
-        for section in
-            ["[gemini]", "[image]", "[circuit_breaker]", "[bulkhead]", "[time_limiter]", "[retry]", "[rate_limiter]"]
-        {
+        for section in [
+            "[gemini]",
+            "[image]",
+            "[intake]",
+            "[circuit_breaker]",
+            "[bulkhead]",
+            "[time_limiter]",
+            "[retry]",
+            "[rate_limiter]",
+        ] {
             assert!(
                 written.contains(&format!("\n{section}\n")) || written.starts_with(&format!("{section}\n")),
                 "{section} in {written}"

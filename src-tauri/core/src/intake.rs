@@ -19,11 +19,14 @@
 //! through the `image` crate with limits set before decoding.
 //!
 //! All of this is blocking CPU work: async callers use [`prepare_file_async`], which runs it on
-//! tokio's blocking pool, never on a worker thread.
+//! tokio's blocking pool, never on a worker thread, and first takes the decode's share of a
+//! [`DecodeBudget`] (its memory estimated from the header, [`decode_estimate`]), so concurrent
+//! decodes of large images wait for each other instead of adding up past the budget.
 
 use std::fmt;
 use std::io::{Cursor, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use base64::Engine as _;
 use fast_image_resize as fr;
@@ -393,15 +396,103 @@ pub fn prepare_file_known(
     guard_panics(|| prepare_bytes_inner(&bytes, cfg, sha256))
 }
 
-/// [`prepare_file_known`] on tokio's blocking thread pool.
+/// [`prepare_file_known`] on tokio's blocking thread pool, inside the budget: the file is read
+/// and its header looked at, the decode's estimated memory taken from `budget` (waiting while
+/// other decodes hold it), then the photo decoded and the share given back.
 pub async fn prepare_file_async(
     path: PathBuf,
     cfg: ImageConfig,
     sha256: Option<String>,
+    budget: &DecodeBudget,
 ) -> Result<PreparedImage, IntakeError> {
-    tokio::task::spawn_blocking(move || prepare_file_known(&path, &cfg, sha256))
-        .await
-        .map_err(|e| IntakeError::Internal { detail: e.to_string() })?
+    let internal = |e: tokio::task::JoinError| IntakeError::Internal { detail: e.to_string() };
+    let read_cfg = cfg.clone();
+    let (bytes, estimate) = tokio::task::spawn_blocking(move || {
+        let bytes = read_checked(&path, &read_cfg)?;
+        let estimate = guard_panics(|| Ok(decode_estimate(&bytes, &read_cfg)))?;
+        Ok::<_, IntakeError>((bytes, estimate))
+    })
+    .await
+    .map_err(internal)??;
+    let share = budget.reserve(estimate).await;
+    tokio::task::spawn_blocking(move || {
+        let prepared = guard_panics(|| prepare_bytes_inner(&bytes, &cfg, sha256));
+        drop(bytes);
+        drop(share);
+        prepared
+    })
+    .await
+    .map_err(internal)?
+}
+
+/// The memory budget that concurrent decodes share (`[intake] decode_budget_bytes`). Each decode
+/// takes its [`decode_estimate`] before it starts and gives it back when it ends; an estimate
+/// larger than the whole budget takes all of it, so one huge image still runs, alone. The
+/// semaphore is fair: a large share waiting is not overtaken by small ones. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct DecodeBudget {
+    permits: Arc<tokio::sync::Semaphore>,
+    /// The whole budget in [`BUDGET_UNIT`]s (one permit each).
+    units: u32,
+}
+
+/// One permit of a [`DecodeBudget`].
+const BUDGET_UNIT: u64 = 1024;
+
+impl DecodeBudget {
+    pub fn new(bytes: u64) -> Self {
+        let units = (bytes / BUDGET_UNIT).clamp(1, u64::from(u32::MAX)) as u32;
+        Self { permits: Arc::new(tokio::sync::Semaphore::new(units as usize)), units }
+    }
+
+    pub fn total_bytes(&self) -> u64 {
+        u64::from(self.units) * BUDGET_UNIT
+    }
+
+    /// What no decode holds right now.
+    pub fn available_bytes(&self) -> u64 {
+        self.permits.available_permits() as u64 * BUDGET_UNIT
+    }
+
+    /// Waits until `bytes` (at most the whole budget) are free and holds them until the guard drops.
+    pub async fn reserve(&self, bytes: u64) -> tokio::sync::OwnedSemaphorePermit {
+        let units = bytes.div_ceil(BUDGET_UNIT).clamp(1, u64::from(self.units)) as u32;
+        self.permits.clone().acquire_many_owned(units).await.expect("the decode budget is never closed")
+    }
+}
+
+/// The memory a decode of `bytes` holds at its peak, estimated from the header alone: the decoded
+/// buffer (width × height × bytes per pixel, 16-bit samples counted as two bytes; for the JPEG
+/// fast path the DCT-scaled size) plus the 8-bit RGB copy it is converted to. Zero when the file
+/// will be refused before any pixel buffer exists (not an image, unsupported, over `max_pixels`,
+/// an unreadable header).
+pub fn decode_estimate(bytes: &[u8], cfg: &ImageConfig) -> u64 {
+    let Ok(format) = detect_format(bytes) else { return 0 };
+    let long_edge = cfg.max_long_edge.max(1);
+    let over_limit = |w: u64, h: u64| w.saturating_mul(h) > cfg.max_pixels;
+    if format == SourceFormat::Jpeg {
+        let Ok(mut dec) = turbojpeg::Decompressor::new() else { return 0 };
+        let Ok(header) = dec.read_header(bytes) else { return 0 };
+        let (w, h) = (header.width as u64, header.height as u64);
+        if over_limit(w, h) {
+            return 0;
+        }
+        if !matches!(header.colorspace, turbojpeg::Colorspace::CMYK | turbojpeg::Colorspace::YCCK)
+            && !header.is_lossless
+        {
+            let scaled = header.scaled(jpeg_scaling(w as u32, h as u32, long_edge));
+            return (scaled.width as u64) * (scaled.height as u64) * 3;
+        }
+    }
+    let Ok(decoder) = ImageReader::with_format(Cursor::new(bytes), format.image_format()).into_decoder() else {
+        return 0;
+    };
+    let (w, h) = decoder.dimensions();
+    let (w, h) = (u64::from(w), u64::from(h));
+    if over_limit(w, h) {
+        return 0;
+    }
+    w * h * (u64::from(decoder.color_type().bytes_per_pixel()) + 3)
 }
 
 /// A `data:image/jpeg;base64,…` preview of the photo for the review pane: oriented, long edge at
@@ -565,14 +656,7 @@ fn decode_jpeg_turbo(bytes: &[u8], max_pixels: u64, long_edge: u32) -> Result<Op
     }
     let orientation = jpeg_exif_orientation(bytes);
     let (tw, th) = target_size(w, h, long_edge);
-
-    // The largest DCT-domain reduction (n/8) that keeps the decoded long edge >= the target.
-    let long = w.max(h) as usize;
-    let target_long = tw.max(th) as usize;
-    let factor = (1..=8usize)
-        .map(|n| turbojpeg::ScalingFactor::new(n, 8))
-        .find(|f| f.scale(long) >= target_long)
-        .unwrap_or(turbojpeg::ScalingFactor::ONE);
+    let factor = jpeg_scaling(w, h, long_edge);
     dec.set_scaling_factor(factor).map_err(corrupt)?;
     dec.set_scan_limit(MAX_JPEG_SCANS).map_err(corrupt)?;
     let scaled = header.scaled(factor);
@@ -597,6 +681,17 @@ fn decode_jpeg_turbo(bytes: &[u8], max_pixels: u64, long_edge: u32) -> Result<Op
     Ok(Some((image, w, h, orientation)))
 }
 
+/// The largest DCT-domain reduction (n/8) that keeps the decoded long edge >= the target's.
+fn jpeg_scaling(width: u32, height: u32, long_edge: u32) -> turbojpeg::ScalingFactor {
+    let (tw, th) = target_size(width, height, long_edge);
+    let long = width.max(height) as usize;
+    let target_long = tw.max(th) as usize;
+    (1..=8usize)
+        .map(|n| turbojpeg::ScalingFactor::new(n, 8))
+        .find(|f| f.scale(long) >= target_long)
+        .unwrap_or(turbojpeg::ScalingFactor::ONE)
+}
+
 /// The one libjpeg warning after which the decoded image is complete: stray bytes between segments
 /// (JWRN_EXTRANEOUS_DATA).
 fn is_harmless_jpeg_warning(e: &turbojpeg::Error) -> bool {
@@ -605,11 +700,14 @@ fn is_harmless_jpeg_warning(e: &turbojpeg::Error) -> bool {
 
 /// libjpeg-turbo reports warnings (e.g. "Premature end of JPEG file") as errors in its TurboJPEG 3
 /// API; apart from [`is_harmless_jpeg_warning`], a JPEG that decodes with a warning is damaged.
+/// Truncated means the bytes stop early: a file that still ends with its EOI marker is whole, so
+/// the decoder running short inside it ("Corrupt JPEG data: premature end of data segment", e.g.
+/// zeroed bytes in the middle) is corrupt, not truncated.
 fn jpeg_error(bytes: &[u8], e: turbojpeg::Error) -> IntakeError {
     let detail = e.to_string();
     let lower = detail.to_ascii_lowercase();
     let ends_with_eoi = bytes.ends_with(&[0xFF, 0xD9]);
-    if lower.contains("premature end") || (!ends_with_eoi && lower.contains("no image")) {
+    if !ends_with_eoi && (lower.contains("premature end") || lower.contains("no image")) {
         IntakeError::Truncated { format: SourceFormat::Jpeg }
     } else {
         let detail = detail.trim_start_matches("TurboJPEG error: ").to_string();
@@ -1061,6 +1159,21 @@ mod tests {
             // Cut inside the header, too.
             let err = prepare_bytes(&full[..40], &cfg()).unwrap_err();
             assert!(matches!(err, IntakeError::Truncated { .. } | IntakeError::Corrupt { .. }), "{err:?}");
+        }
+    }
+
+    #[test]
+    fn intake_zeroed_bytes_inside_a_full_length_jpeg_are_corrupt_not_truncated() {
+        for progressive in [false, true] {
+            let mut bytes = jpeg_from_rgb(640, 480, &pattern(640, 480), progressive);
+            let middle = bytes.len() / 2;
+            bytes[middle..middle + 64].fill(0);
+            assert!(bytes.ends_with(&[0xFF, 0xD9]));
+            // libjpeg may decode zeroed entropy data silently; when it reports an error, a file
+            // that still ends with EOI is never "truncated".
+            if let Err(err) = prepare_bytes(&bytes, &cfg()) {
+                assert!(!matches!(err, IntakeError::Truncated { .. }), "progressive={progressive}: {err:?}");
+            }
         }
     }
 
@@ -1604,10 +1717,49 @@ mod tests {
         let path = dir.path().join("a.webp");
         let img = image::RgbaImage::from_fn(64, 32, |_, _| image::Rgba([1, 2, 3, 255]));
         std::fs::write(&path, encode_with_image(DynamicImage::ImageRgba8(img), ImageFormat::WebP)).unwrap();
-        let p = prepare_file_async(path, cfg(), None).await.unwrap();
+        let budget = DecodeBudget::new(1 << 30);
+        let p = prepare_file_async(path, cfg(), None, &budget).await.unwrap();
         assert_eq!((p.width, p.height, p.source_format), (64, 32, SourceFormat::WebP));
-        let err = prepare_file_async(dir.path().join("nope.png"), cfg(), None).await.unwrap_err();
+        let err = prepare_file_async(dir.path().join("nope.png"), cfg(), None, &budget).await.unwrap_err();
         assert_eq!(err.code(), ErrorCode::Io);
+        assert_eq!(budget.available_bytes(), 1 << 30, "every share is given back");
+    }
+
+    #[test]
+    fn decode_estimate_counts_bytes_per_pixel_from_the_header() {
+        let rgba16 = encode_with_image(
+            DynamicImage::ImageRgba16(image::ImageBuffer::from_pixel(300, 200, image::Rgba([1u16, 2, 3, 4]))),
+            ImageFormat::Png,
+        );
+        assert_eq!(decode_estimate(&rgba16, &cfg()), 300 * 200 * (8 + 3));
+        assert_eq!(decode_estimate(&png(300, 200), &cfg()), 300 * 200 * (3 + 3));
+        // Over max_pixels, refused before decoding: nothing to reserve.
+        let small = ImageConfig { max_pixels: 1000, ..cfg() };
+        assert_eq!(decode_estimate(&rgba16, &small), 0);
+        assert_eq!(decode_estimate(b"just text", &cfg()), 0);
+        // The JPEG fast path decodes DCT-scaled: 4000x3000 to a 1536 long edge decodes at 1/2.
+        let big = jpeg(4000, 3000);
+        assert_eq!(decode_estimate(&big, &cfg()), 2000 * 1500 * 3);
+    }
+
+    #[tokio::test]
+    async fn decode_budget_shares_are_capped_and_fair() {
+        let budget = DecodeBudget::new(10 * 1024);
+        assert_eq!(budget.total_bytes(), 10 * 1024);
+        // An estimate over the whole budget takes all of it, and still runs.
+        let whole = budget.reserve(u64::MAX).await;
+        assert_eq!(budget.available_bytes(), 0);
+        let waiting = tokio::spawn({
+            let budget = budget.clone();
+            async move { budget.reserve(4096).await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "a share waits while the budget is taken");
+        drop(whole);
+        let share = waiting.await.unwrap();
+        assert_eq!(budget.available_bytes(), 6 * 1024);
+        drop(share);
+        assert_eq!(budget.available_bytes(), 10 * 1024);
     }
 
     #[test]

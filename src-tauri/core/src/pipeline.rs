@@ -25,12 +25,13 @@ use crate::catalog::{
     ProductRecord, SaveProduct,
 };
 use crate::config::ImageConfig;
+use crate::config::IntakeConfig;
 use crate::error::{Coded, ErrorCode, ErrorData};
 use crate::gemini::{self, GeminiClient, GeminiError, GeminiExtraction, Usage};
-use crate::intake::{self, IntakeError, PreparedImage};
+use crate::intake::{self, DecodeBudget, IntakeError, PreparedImage};
 use crate::pricing::{self, BilledTokens, PricingConfig, Usd};
 use crate::product::{FieldFlag, FlagKind, Product};
-use crate::resilience::{NotPermitted, ResilienceStack, SlotPolicy, StackError};
+use crate::resilience::{NotPermitted, ResilienceStack, SlotPolicy, StackError, Verdict};
 
 /// The current time in unix milliseconds. Passed in, so tests control time.
 pub type UnixClock = Arc<dyn Fn() -> i64 + Send + Sync>;
@@ -52,9 +53,10 @@ pub enum ExtractError {
     Gemini(#[from] GeminiError),
     #[error(transparent)]
     Catalog(#[from] CatalogError),
-    /// The breaker is open (or forced open): no call was made.
-    #[error("{}", circuit_open_message(.0))]
-    CircuitOpen(NotPermitted),
+    /// The breaker is open (or forced open): no call was made. The code is what every failure
+    /// the breaker recorded lately was (e.g. `gemini_quota`), when they agree.
+    #[error("{}", circuit_open_message(.0, *.1))]
+    CircuitOpen(NotPermitted, Option<ErrorCode>),
     #[error("All {max} Gemini call slots are busy; try again when one finishes (bulkhead full).")]
     BulkheadFull { max: u32 },
     #[error("The rate limit of {limit} Gemini calls per {period} is reached; try again in {wait} (rate limited).")]
@@ -64,21 +66,36 @@ pub enum ExtractError {
     TimedOut(std::time::Duration),
 }
 
-fn circuit_open_message(rejection: &NotPermitted) -> String {
+fn circuit_open_message(rejection: &NotPermitted, opened_by: Option<ErrorCode>) -> String {
     match rejection.retry_at_wall {
         Some(at) => {
             let at: chrono::DateTime<chrono::Local> = at.into();
-            format!("Gemini is failing, so calls are paused until {} (circuit open).", at.format("%H:%M:%S"))
+            format!("{}, so calls are paused until {} (circuit open).", failing(opened_by), at.format("%H:%M:%S"))
         }
         None => "Calls to Gemini are paused (circuit open); open Gemini status to resume them.".into(),
     }
 }
 
+/// Why the breaker opened, as the start of a sentence: "Gemini kept answering 429 (quota)".
+pub fn failing(opened_by: Option<ErrorCode>) -> String {
+    match opened_by {
+        Some(ErrorCode::GeminiQuota) => "Gemini kept answering 429 (quota)".into(),
+        Some(ErrorCode::GeminiUnavailable) => "Gemini kept answering 5xx (overloaded or down)".into(),
+        Some(ErrorCode::Timeout) => "Gemini kept timing out".into(),
+        Some(ErrorCode::Network) => "Gemini kept being unreachable (network)".into(),
+        Some(code) => format!("Gemini kept failing ({code})"),
+        None => "Gemini is failing".into(),
+    }
+}
+
+/// How many of the breaker's latest recorded failures [`Pipeline`] remembers to say why it opened.
+const RECENT_FAILURES: usize = 10;
+
 impl From<StackError<GeminiError>> for ExtractError {
     fn from(e: StackError<GeminiError>) -> Self {
         match e {
             StackError::Call(e) => Self::Gemini(e),
-            StackError::CircuitOpen(r) => Self::CircuitOpen(r),
+            StackError::CircuitOpen(r) => Self::CircuitOpen(r, None),
             StackError::BulkheadFull { max } => Self::BulkheadFull { max },
             StackError::RateLimited { limit, period, wait } => Self::RateLimited { limit, period, wait },
             StackError::Timeout(d) => Self::TimedOut(d),
@@ -92,7 +109,7 @@ impl Coded for ExtractError {
             Self::Intake(e) => e.code(),
             Self::Gemini(e) => e.code(),
             Self::Catalog(e) => e.code(),
-            Self::CircuitOpen(_) => ErrorCode::CircuitOpen,
+            Self::CircuitOpen(..) => ErrorCode::CircuitOpen,
             Self::BulkheadFull { .. } => ErrorCode::BulkheadFull,
             Self::RateLimited { .. } => ErrorCode::RateLimited,
             Self::TimedOut(_) => ErrorCode::Timeout,
@@ -146,6 +163,11 @@ pub struct Pipeline {
     stack: ResilienceStack,
     catalog: Catalog,
     image: ImageConfig,
+    /// Shared by every clone, so all of a queue's decodes stay inside one budget.
+    decode_budget: DecodeBudget,
+    /// The codes of the latest failures the breaker recorded (every attempt's, retries
+    /// included), newest last: what an open breaker's message names as the cause.
+    recent_failures: Arc<std::sync::Mutex<std::collections::VecDeque<ErrorCode>>>,
     clock: UnixClock,
     /// The price table every attempt is priced with, and the daily budget.
     pricing: Arc<PricingConfig>,
@@ -159,7 +181,17 @@ impl Pipeline {
         image: ImageConfig,
         clock: UnixClock,
     ) -> Self {
-        Self { gemini, stack, catalog, image, clock, pricing: Arc::new(PricingConfig::default()) }
+        let decode_budget = DecodeBudget::new(IntakeConfig::default().decode_budget_bytes);
+        Self {
+            gemini,
+            stack,
+            catalog,
+            image,
+            decode_budget,
+            recent_failures: Arc::default(),
+            clock,
+            pricing: Arc::new(PricingConfig::default()),
+        }
     }
 
     /// The pipeline with this price table (the list prices and no budget by default).
@@ -175,6 +207,17 @@ impl Pipeline {
 
     pub fn pricing(&self) -> &PricingConfig {
         &self.pricing
+    }
+
+    /// The same pipeline with another decode budget (`[intake] decode_budget_bytes`; `new` takes
+    /// the default). Clones of a pipeline share its budget.
+    pub fn with_decode_budget(mut self, budget: DecodeBudget) -> Self {
+        self.decode_budget = budget;
+        self
+    }
+
+    pub fn decode_budget(&self) -> &DecodeBudget {
+        &self.decode_budget
     }
 
     pub fn stack(&self) -> &ResilienceStack {
@@ -206,7 +249,7 @@ impl Pipeline {
     /// [`Pipeline::prepare`] for a file whose SHA-256 was computed when it was queued: not hashed
     /// again.
     pub async fn prepare_known(&self, file: &Path, sha256: Option<String>) -> Result<PreparedImage, IntakeError> {
-        intake::prepare_file_async(file.to_path_buf(), self.image.clone(), sha256).await
+        intake::prepare_file_async(file.to_path_buf(), self.image.clone(), sha256, &self.decode_budget).await
     }
 
     /// Step 2: the prepared photo in the catalog (its own short transaction); the same bytes are
@@ -232,10 +275,28 @@ impl Pipeline {
         let started_at = (self.clock)();
         let started = Instant::now();
         let gemini = &self.gemini;
-        let result = self
-            .stack
-            .call(policy, GeminiError::verdict, || gemini.extract_product(PreparedImage::MIME_TYPE, &image.jpeg))
-            .await;
+        let lock = || self.recent_failures.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // The verdict the breaker records, noting each failure's code on the way.
+        let verdict = |e: &GeminiError| {
+            let verdict = e.verdict();
+            if matches!(verdict, Verdict::Failure { .. }) {
+                let mut recent = lock();
+                if recent.len() == RECENT_FAILURES {
+                    recent.pop_front();
+                }
+                recent.push_back(e.code());
+            }
+            verdict
+        };
+        let result =
+            self.stack.call(policy, verdict, || gemini.extract_product(PreparedImage::MIME_TYPE, &image.jpeg)).await;
+        let opened_by = match &result {
+            Err(StackError::CircuitOpen(_)) => {
+                let recent = lock();
+                recent.front().copied().filter(|first| recent.iter().all(|code| code == first))
+            }
+            _ => None,
+        };
         GeminiCall {
             photo_id,
             model: self.gemini.model().to_string(),
@@ -244,6 +305,7 @@ impl Pipeline {
             result,
             pricing: self.pricing.clone(),
             batch: false,
+            opened_by,
         }
     }
 
@@ -366,6 +428,8 @@ pub struct GeminiCall {
     pub pricing: Arc<PricingConfig>,
     /// Billed at the Batch API's discount.
     pub batch: bool,
+    /// For an open breaker: what its latest failures were, when they agree.
+    pub opened_by: Option<ErrorCode>,
 }
 
 /// How a [`GeminiCall`] ended, with the attempt to record in the audit trail.
@@ -381,7 +445,7 @@ pub enum GeminiOutcome {
 impl GeminiCall {
     /// The result, with the attempt that records it.
     pub fn into_outcome(self) -> GeminiOutcome {
-        let Self { photo_id, model, started_at, elapsed_ms, result, pricing, batch } = self;
+        let Self { photo_id, model, started_at, elapsed_ms, result, pricing, batch, opened_by } = self;
         let mut outcome = match result {
             Ok(answer) => {
                 let latency_ms = u64::try_from(answer.latency.as_millis()).unwrap_or(elapsed_ms);
@@ -405,7 +469,10 @@ impl GeminiCall {
                     _ => (None, None),
                 };
                 let audited = matches!(rejection, StackError::Call(_) | StackError::Timeout(_));
-                let error = ExtractError::from(rejection);
+                let error = match ExtractError::from(rejection) {
+                    ExtractError::CircuitOpen(rejection, _) => ExtractError::CircuitOpen(rejection, opened_by),
+                    error => error,
+                };
                 let attempt = audited.then(|| NewAttempt {
                     photo_id,
                     model,

@@ -474,7 +474,10 @@ async fn an_open_breaker_pauses_the_queue_and_it_resumes_by_itself() {
     });
     let (until, message) = paused.unwrap_or_else(|| panic!("never paused: {statuses:?}"));
     assert!(until.is_some(), "OPEN has a next try time");
-    assert!(message.starts_with("Paused: Gemini is failing, next try at "), "{message}");
+    assert!(
+        message.starts_with("Paused: Gemini kept answering 5xx (overloaded or down) (circuit open) — next probe at "),
+        "{message}"
+    );
     // The item that met the open breaker kept its attempt count; the failures counted.
     let rows = all_rows(&queue).await;
     assert_eq!(rows.iter().map(|r| r.attempts).sum::<u32>(), 4 + 6);

@@ -225,3 +225,43 @@ async fn no_transaction_is_open_while_gemini_is_called() {
     assert!(!call.is_finished(), "the call was still in flight during the check");
     assert_eq!(call.await.unwrap().row.state, ItemState::Ready);
 }
+
+/// A storm of 429s opens the breaker, and the rejection says so: the pipeline notes each failure
+/// the breaker records, and names the cause when they agree (a mix says only "failing").
+#[tokio::test]
+async fn a_breaker_opened_by_429s_says_gemini_kept_answering_429() {
+    use pe_core::pipeline::ExtractError;
+    use pe_core::resilience::SlotPolicy;
+    let fake = FakeGemini::start(FakeOptions {
+        default_behavior: Behavior::Quota { retry_delay: Duration::from_millis(10) },
+        ..FakeOptions::default()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = Catalog::open(&dir.path().join("catalog.sqlite3")).unwrap();
+    let config =
+        GeminiConfig { base_url: fake.base_url(), api_key: ApiKey::new("test-key"), ..GeminiConfig::default() };
+    let mut resilience = ResilienceConfig::default();
+    resilience.retry.max_attempts = 2;
+    resilience.retry.wait_duration = Duration::from_millis(10);
+    resilience.circuit_breaker.sliding_window_size = 4;
+    resilience.circuit_breaker.minimum_number_of_calls = 4;
+    let stack = ResilienceStack::new("gemini", resilience).unwrap();
+    let (clock, _) = test_clock();
+    let pipeline = Pipeline::new(GeminiClient::new(&config).unwrap(), stack, catalog, ImageConfig::default(), clock);
+    let image = pipeline.prepare(&fixture("product.jpg")).await.unwrap();
+    let photo = pipeline.record_photo(&fixture("product.jpg"), &image).await.unwrap();
+    let mut messages = Vec::new();
+    for _ in 0..3 {
+        let outcome = pipeline.call_gemini(photo, &image, SlotPolicy::Configured).await.into_outcome();
+        let pe_core::pipeline::GeminiOutcome::Failed { error, .. } = outcome else { panic!("a storm never answers") };
+        messages.push((pe_core::Coded::code(&error), error.to_string()));
+        if let ExtractError::CircuitOpen(_, opened_by) = &error {
+            assert_eq!(*opened_by, Some(ErrorCode::GeminiQuota));
+        }
+    }
+    assert_eq!(messages[0].0, ErrorCode::GeminiQuota, "{messages:?}");
+    assert_eq!(messages[2].0, ErrorCode::CircuitOpen, "{messages:?}");
+    assert!(messages[2].1.starts_with("Gemini kept answering 429 (quota), so calls are paused until "), "{messages:?}");
+}

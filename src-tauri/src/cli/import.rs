@@ -3,12 +3,15 @@
 //! `import PATH...` queues the files (folders recursively), resumes whatever an interrupted run
 //! left, and works the queue until nothing more can move: one line per item finished in this run
 //! on stdout (with `--json`, `extract --json`'s object plus `"state"` and `"item_id"`), a progress
-//! line on stderr when it is a terminal, then a summary line. `--save` saves every proposal
-//! without an invalid field, including those left ready by an earlier run.
+//! line on stderr when it is a terminal, a line on stderr at each change of the queue's state
+//! (paused for the breaker, waiting for the quota, stopped, going on; terminal or not), then a
+//! summary line. `--save` saves every proposal without an invalid field, including those left
+//! ready by an earlier run.
 //!
 //! Exit codes: 0 when everything went fine; 1 when an item failed (or, with `--save`, could not be
 //! saved), or the run was interrupted; 2 on a usage or config error, including a key Gemini
-//! rejects: the import stops and the items stay queued for the next run.
+//! rejects: the import stops and the items stay queued for the next run; 3 when nothing
+//! progressed for `--give-up-after` (Gemini kept failing): the items stay queued too.
 
 use std::collections::HashSet;
 use std::io::{IsTerminal, Write};
@@ -19,7 +22,7 @@ use clap::{Args, Subcommand};
 use pe_core::catalog::CostTotal;
 use pe_core::import::{
     EnqueueOptions, ImportItemDetail, ImportOptions, ImportProgress, ImportQueue, ImportStatus, ImportStore,
-    ItemChanged, ItemId, ItemState, SkipInfo,
+    ItemChanged, ItemId, ItemState, SkipInfo, SkipReason,
 };
 use pe_core::pipeline::{checked_for_save, Pipeline};
 use pe_core::resilience::ResilienceStack;
@@ -27,7 +30,7 @@ use pe_core::{ErrorCode, ErrorReport};
 use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
 
-use super::{cost_json, cost_text, usage_error, usage_json, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+use super::{cost_json, cost_text, usage_error, usage_json, EXIT_FAILED, EXIT_GAVE_UP, EXIT_OK, EXIT_USAGE};
 use crate::state::{AppState, STACK_NAME};
 
 #[derive(Debug, Args)]
@@ -49,6 +52,10 @@ pub struct ImportArgs {
     /// Waits for the results, looking every `[batch] poll_interval`; a restart goes on waiting.
     #[arg(long)]
     pub batch: bool,
+    /// Give up after this long without progress (no item answered by Gemini or finished for a
+    /// reason of its own), e.g. while Gemini keeps failing: exit 3, the items stay queued.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = humantime::parse_duration)]
+    pub give_up_after: Duration,
     /// Photo files and folders (searched recursively).
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
@@ -96,6 +103,10 @@ pub async fn run(state: &AppState, args: ImportArgs) -> i32 {
         failed: 0,
         lines_cost: CostTotal::default(),
         stdout: std::io::stdout(),
+        give_up_after: args.give_up_after,
+        last_progress: Instant::now(),
+        gave_up: None,
+        given: HashSet::new(),
     };
     let code = run.work(args.paths, run_started).await;
     let progress = queue.progress().borrow().clone();
@@ -106,7 +117,7 @@ pub async fn run(state: &AppState, args: ImportArgs) -> i32 {
     if code == EXIT_USAGE {
         return code;
     }
-    let summary = summary(&progress, &cost, &pipeline, args.json);
+    let summary = summary(&progress, &cost, &pipeline, args.json, run.gave_up.as_deref());
     if writeln!(run.stdout, "{summary}").is_err() {
         return EXIT_FAILED;
     }
@@ -126,7 +137,8 @@ fn with_concurrency(pipeline: Pipeline, k: Option<u32>) -> Result<Pipeline, Stri
         pipeline.image_config().clone(),
         pipeline.clock().clone(),
     )
-    .with_pricing(pipeline.pricing().clone()))
+    .with_pricing(pipeline.pricing().clone())
+    .with_decode_budget(pipeline.decode_budget().clone()))
 }
 
 struct Run {
@@ -142,6 +154,14 @@ struct Run {
     /// What the printed lines' attempts cost.
     lines_cost: CostTotal,
     stdout: std::io::Stdout,
+    give_up_after: Duration,
+    /// When an item last made progress (see [`is_progress`]), or the run started.
+    last_progress: Instant,
+    /// Why the run gave up, for the summary.
+    gave_up: Option<String>,
+    /// The paths on the command line, absolute as the queue stores them: one of them that cannot
+    /// be read or listed is an error (exit 1), not a skip.
+    given: HashSet<String>,
 }
 
 impl Run {
@@ -149,10 +169,25 @@ impl Run {
     /// the caller).
     async fn work(&mut self, paths: Vec<PathBuf>, run_started: i64) -> i32 {
         let mut events = self.queue.subscribe();
-        let options = EnqueueOptions { batch: self.batch, ..EnqueueOptions::default() };
-        if let Err(e) = self.queue.enqueue(paths, options).await {
-            eprintln!("error: {}", ErrorReport::from(e));
-            return EXIT_FAILED;
+        self.given = paths
+            .iter()
+            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()).to_string_lossy().into_owned())
+            .collect();
+        let enqueued = match self.queue.enqueue_files(paths, EnqueueOptions { batch: self.batch, ..EnqueueOptions::default() }).await {
+            Ok(enqueued) => enqueued,
+            Err(e) => {
+                eprintln!("error: {}", ErrorReport::from(e));
+                return EXIT_FAILED;
+            }
+        };
+        // A given path that cannot be read is an error line in every run, also when an earlier
+        // run listed it already (its row is not new, so no event and no catch-up would print it).
+        let given: Vec<ItemId> =
+            enqueued.files.iter().filter(|f| self.given.contains(&f.path)).map(|f| f.item).collect();
+        for item in given {
+            if self.queue.item(item).await.is_ok_and(|d| unreadable_given(&d, true).is_some()) {
+                self.print(item).await;
+            }
         }
         if self.save {
             // Ready items an earlier (interrupted) run left: saved now, printed below.
@@ -164,10 +199,25 @@ impl Run {
         let mut progress = self.queue.progress();
         let terminal = std::io::stderr().is_terminal();
         let mut drawn = Instant::now() - PROGRESS_EVERY;
+        let mut shown: Option<ImportStatus> = None;
+        self.last_progress = Instant::now();
         let interrupted = loop {
-            if progress.borrow_and_update().is_settled() {
-                break false;
+            let status = {
+                let p = progress.borrow_and_update();
+                if p.is_settled() {
+                    break false;
+                }
+                p.status.clone()
+            };
+            // A new pause time is a change too: the breaker opened again.
+            if shown.as_ref() != Some(&status) {
+                if let Some(line) = state_line(shown.as_ref(), &status) {
+                    let clear = if terminal { "\r\x1b[K" } else { "" };
+                    eprintln!("{clear}{line}");
+                }
+                shown = Some(status.clone());
             }
+            let give_up_at = tokio::time::Instant::from_std(self.last_progress + self.give_up_after);
             tokio::select! {
                 event = events.recv() => match event {
                     Ok(event) => self.on_event(event).await,
@@ -185,6 +235,17 @@ impl Run {
                     }
                 }
                 _ = tokio::signal::ctrl_c() => break true,
+                _ = tokio::time::sleep_until(give_up_at) => {
+                    let why = match &status {
+                        ImportStatus::PausedBreaker { message, .. }
+                        | ImportStatus::WaitingQuota { message, .. }
+                        | ImportStatus::Stopped { message, .. } => message.clone(),
+                        _ => "no item finished".into(),
+                    };
+                    let after = humantime::format_duration(self.give_up_after);
+                    self.gave_up = Some(format!("gave up after {after} without progress ({why})"));
+                    break false;
+                }
             }
         };
         if terminal {
@@ -196,6 +257,10 @@ impl Run {
         if interrupted {
             eprintln!("interrupted: run the same command again to resume");
             return EXIT_FAILED;
+        }
+        if let Some(why) = &self.gave_up {
+            eprintln!("stopped: {why}; the items stay queued: run the same command again to resume");
+            return EXIT_GAVE_UP;
         }
         if let Err(e) = self.catch_up(run_started).await {
             eprintln!("error: {}", ErrorReport::from(e));
@@ -265,17 +330,83 @@ impl Run {
         if let Some(attempt) = &detail.attempt {
             self.lines_cost.add(attempt.usage.map(|u| u.billed()), attempt.cost_usd);
         }
-        let (line, failed) = if self.json { json_line(&detail, self.save) } else { text_line(&detail, self.save) };
+        if is_progress(&detail) {
+            self.last_progress = Instant::now();
+        }
+        let given = self.given.contains(&detail.row.path);
+        let (line, failed) =
+            if self.json { json_line(&detail, self.save, given) } else { text_line(&detail, self.save, given) };
         self.failed += usize::from(failed);
         let _ = writeln!(self.stdout, "{line}").and_then(|()| self.stdout.flush());
     }
 }
 
+/// Whether an item finishing counts as progress for `--give-up-after`: Gemini answered it, or it
+/// ended for a reason of its own. An item failed by the service (after its attempts) does not:
+/// a permanent 503 fails items one by one, which is no progress.
+fn is_progress(d: &ImportItemDetail) -> bool {
+    match d.row.state {
+        ItemState::Ready | ItemState::Saved | ItemState::Skipped => true,
+        ItemState::Failed => !d.row.last_error.as_ref().is_some_and(|e| {
+            matches!(
+                e.code,
+                ErrorCode::GeminiUnavailable
+                    | ErrorCode::GeminiApiError
+                    | ErrorCode::GeminiQuota
+                    | ErrorCode::Timeout
+                    | ErrorCode::Network
+                    | ErrorCode::ResponseTooLarge
+                    | ErrorCode::CircuitOpen
+            )
+        }),
+        ItemState::Queued | ItemState::Preparing | ItemState::Extracting => false,
+    }
+}
+
+/// The stderr line for a change of the queue's state, from the queue's own message ("Paused:
+/// Gemini is failing (circuit open) — next probe at 14:03:20." → "paused: Gemini is failing …");
+/// `None` for changes not worth a line (starting, finishing: the item lines and the summary say
+/// those).
+fn state_line(before: Option<&ImportStatus>, now: &ImportStatus) -> Option<String> {
+    let held = |s: &ImportStatus| {
+        matches!(
+            s,
+            ImportStatus::PausedBreaker { .. }
+                | ImportStatus::WaitingQuota { .. }
+                | ImportStatus::Stopped { .. }
+                | ImportStatus::PausedByUser
+        )
+    };
+    let line = |message: &str| {
+        let message = message.trim().trim_end_matches('.');
+        let mut chars = message.chars();
+        chars.next().map(|first| first.to_lowercase().chain(chars).collect::<String>()).unwrap_or_default()
+    };
+    Some(match now {
+        ImportStatus::PausedBreaker { message, .. } | ImportStatus::WaitingQuota { message, .. } => line(message),
+        ImportStatus::Stopped { message, .. } => format!("stopped: {}", message.trim().trim_end_matches('.')),
+        ImportStatus::PausedByUser => "paused by the user in the window".into(),
+        ImportStatus::WorkedElsewhere => {
+            "following: another product-extractor works this catalog's queue; this one waits for its items".into()
+        }
+        ImportStatus::Running if before.is_some_and(held) => "going on: Gemini answers again".into(),
+        ImportStatus::Running | ImportStatus::Idle | ImportStatus::Finished => return None,
+    })
+}
+
+/// A path from the command line that could not be read or listed: an error, not a skip.
+fn unreadable_given(d: &ImportItemDetail, given: bool) -> Option<&SkipInfo> {
+    d.row.skipped.as_ref().filter(|skip| given && skip.reason == SkipReason::Unreadable)
+}
+
 /// The line of `extract --json` for this item, plus `state` and `item_id`; and whether it counts
-/// as a failure.
-fn json_line(d: &ImportItemDetail, save: bool) -> (String, bool) {
+/// as a failure. `given`: the item's path was on the command line.
+fn json_line(d: &ImportItemDetail, save: bool, given: bool) -> (String, bool) {
     let row = &d.row;
     let mut value = match (row.state, &d.proposal, &row.skipped) {
+        (_, _, Some(skip)) if unreadable_given(d, given).is_some() => {
+            json!({"ok": false, "error": {"kind": ErrorCode::Io, "message": skip.message}})
+        }
         (ItemState::Ready | ItemState::Saved, Some(product), _) => match unsaved(d, save) {
             Some(error) => json!({"ok": false, "error": {"kind": error.code, "message": error.message}}),
             None => {
@@ -310,7 +441,7 @@ fn json_line(d: &ImportItemDetail, save: bool) -> (String, bool) {
     value["file"] = json!(row.path);
     value["state"] = json!(row.state);
     value["item_id"] = json!(row.id);
-    let failed = value["ok"] == false && row.skipped.is_none();
+    let failed = value["ok"] == false && (row.skipped.is_none() || unreadable_given(d, given).is_some());
     (value.to_string(), failed)
 }
 
@@ -335,9 +466,12 @@ fn unsaved(d: &ImportItemDetail, save: bool) -> Option<ErrorReport> {
     }
 }
 
-fn text_line(d: &ImportItemDetail, save: bool) -> (String, bool) {
+fn text_line(d: &ImportItemDetail, save: bool, given: bool) -> (String, bool) {
     let row = &d.row;
     let file = &row.path;
+    if let Some(skip) = unreadable_given(d, given) {
+        return (format!("error {file}: [{}] {}", ErrorCode::Io, skip.message), true);
+    }
     if let Some(skip) = &row.skipped {
         return (format!("skip  {file}: {}", skip.message), false);
     }
@@ -368,11 +502,11 @@ fn text_line(d: &ImportItemDetail, save: bool) -> (String, bool) {
     }
 }
 
-fn summary(p: &ImportProgress, cost: &CostTotal, pipeline: &Pipeline, json: bool) -> String {
+fn summary(p: &ImportProgress, cost: &CostTotal, pipeline: &Pipeline, json: bool, gave_up: Option<&str>) -> String {
     let breaker = pipeline.stack().breaker().actuator_json();
     let c = &p.counts;
     if json {
-        json!({"summary": {
+        let mut value = json!({"summary": {
             "saved": c.saved,
             "ready": c.ready,
             "failed": c.failed,
@@ -381,11 +515,15 @@ fn summary(p: &ImportProgress, cost: &CostTotal, pipeline: &Pipeline, json: bool
             "queued": c.active(),
             "cost": cost_json(cost),
             "breaker": breaker,
-        }})
-        .to_string()
+        }});
+        if let Some(why) = gave_up {
+            value["summary"]["gave_up"] = json!(why);
+        }
+        value.to_string()
     } else {
+        let gave_up = gave_up.map(|why| format!("; {why}")).unwrap_or_default();
         format!(
-            "{} saved, {} ready, {} failed, {} skipped ({} duplicates), {} queued; {}; Gemini circuit breaker {}",
+            "{} saved, {} ready, {} failed, {} skipped ({} duplicates), {} queued; {}; Gemini circuit breaker {}{gave_up}",
             c.saved,
             c.ready,
             c.failed,

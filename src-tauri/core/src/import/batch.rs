@@ -482,6 +482,7 @@ async fn settle(shared: &Arc<Shared>, open: &OpenBatch, status: BatchStatus) -> 
                 .map_err(crate::resilience::StackError::Call),
             pricing: pipeline.pricing_table(),
             batch: true,
+            opened_by: None,
         };
         let finish = match call.into_outcome() {
             GeminiOutcome::Answered { attempt, answer } => {

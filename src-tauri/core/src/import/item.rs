@@ -32,7 +32,7 @@ use super::store::{self, Claimed, Finish};
 use super::ImportError;
 use crate::error::{Coded, ErrorCode};
 use crate::intake::PreparedImage;
-use crate::pipeline::{ExtractError, GeminiOutcome, Pipeline};
+use crate::pipeline::{failing, ExtractError, GeminiOutcome, Pipeline};
 use crate::pricing::{self, Usd};
 use crate::resilience::{BreakerState, NotPermitted, SlotPolicy};
 
@@ -55,7 +55,7 @@ enum Fault {
     Own,
     /// The service failed after the stack's retries: another try later, up to the limit.
     Service,
-    Breaker(NotPermitted),
+    Breaker(NotPermitted, Option<ErrorCode>),
     Quota(Option<Duration>),
     /// A per-day quota: nothing goes through before it resets (unix ms).
     DailyQuota(i64),
@@ -69,7 +69,7 @@ enum Fault {
 fn classify(error: &ExtractError) -> Fault {
     match error {
         ExtractError::Intake(_) | ExtractError::Catalog(_) => Fault::Own,
-        ExtractError::CircuitOpen(rejection) => Fault::Breaker(rejection.clone()),
+        ExtractError::CircuitOpen(rejection, opened_by) => Fault::Breaker(rejection.clone(), *opened_by),
         ExtractError::BulkheadFull { .. } | ExtractError::RateLimited { .. } => Fault::Throttled,
         ExtractError::TimedOut(_) => Fault::Service,
         ExtractError::Gemini(e) => match e.code() {
@@ -286,15 +286,15 @@ pub(crate) fn failed_item(shared: &Shared, attempts: u32, error: &ExtractError) 
         Fault::Own => (ItemState::Failed, true),
         // A line per file now, as a single call would give (the CLI's `extract`).
         Fault::Service if shared.options.fail_fast => (ItemState::Failed, true),
-        Fault::Breaker(_) | Fault::Quota(_) | Fault::DailyQuota(_) | Fault::Throttled | Fault::Stop
+        Fault::Breaker(..) | Fault::Quota(_) | Fault::DailyQuota(_) | Fault::Throttled | Fault::Stop
             if shared.options.fail_fast =>
         {
             (ItemState::Failed, false)
         }
         Fault::Service if attempts + 1 >= shared.options.max_attempts_per_item => (ItemState::Failed, true),
         Fault::Service => (ItemState::Queued, true),
-        Fault::Breaker(rejection) => {
-            shared.hold(breaker_hold(&rejection, shared.now()));
+        Fault::Breaker(rejection, opened_by) => {
+            shared.hold(breaker_hold(&rejection, opened_by, shared.now()));
             (ItemState::Queued, false)
         }
         Fault::Quota(delay) => {
@@ -343,7 +343,7 @@ async fn finish(shared: &Arc<Shared>, outcome: Finish) -> Result<(), ImportError
     Ok(())
 }
 
-fn breaker_hold(rejection: &NotPermitted, now_ms: i64) -> Hold {
+fn breaker_hold(rejection: &NotPermitted, opened_by: Option<ErrorCode>, now_ms: i64) -> Hold {
     // "Strictly after" the retry time: wake a millisecond late rather than early.
     let wake_at = rejection.retry_in.map(|wait| Instant::now() + wait + Duration::from_millis(1));
     let until_unix_ms = rejection.retry_in.map(|wait| now_ms + millis(wait));
@@ -354,9 +354,9 @@ fn breaker_hold(rejection: &NotPermitted, now_ms: i64) -> Hold {
         (BreakerState::HalfOpen, _) => "Paused: Gemini was failing; waiting for the test calls to finish.".into(),
         (_, Some(at)) => {
             let at: chrono::DateTime<chrono::Local> = at.into();
-            format!("Paused: Gemini is failing, next try at {}.", at.format("%H:%M:%S"))
+            format!("Paused: {} (circuit open) — next probe at {}.", failing(opened_by), at.format("%H:%M:%S"))
         }
-        (_, None) => "Paused: Gemini is failing.".into(),
+        (_, None) => format!("Paused: {} (circuit open).", failing(opened_by)),
     };
     Hold::Breaker { wake_at, until_unix_ms, message }
 }
