@@ -690,6 +690,7 @@ async fn a_word_that_is_no_file_is_a_usage_error_not_a_window() {
     let out = cli(dir.path(), &[], &["improt", "photos/"]).await;
     assert_eq!(out.status.code(), Some(2), "{:?}", text(&out));
     assert!(text(&out).1.contains("no such file, folder or command"), "{:?}", text(&out));
+}
 
 /// A lasting failure (a permanent 503 that opens the breaker for a minute): `import` says so on
 /// stderr (not a terminal here) as the queue's state changes, gives up after `--give-up-after`

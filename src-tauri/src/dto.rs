@@ -86,9 +86,13 @@ pub enum ApiKeyChange {
     /// Removes the key from the keyring and the config file.
     Clear,
     /// Stores the key in the OS keyring.
-    Set { key: String },
+    Set {
+        key: String,
+    },
     /// Stores the key in the config file, plain text: only when the user chose it explicitly.
-    SetInConfigFile { key: String },
+    SetInConfigFile {
+        key: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]

@@ -157,6 +157,8 @@ mod tests {
             status,
             in_flight: 0,
             changes: 0,
+            cost: Default::default(),
+            batches: Vec::new(),
         }
     }
 
@@ -165,7 +167,10 @@ mod tests {
         let (title, body) = notice(&ImportStatus::Running, &progress(ImportStatus::Finished, 12, 2)).unwrap();
         assert_eq!(title, "Import finished");
         assert_eq!(body, "12 ready for review, 2 failed");
-        assert_eq!(notice(&ImportStatus::Running, &progress(ImportStatus::Finished, 3, 0)).unwrap().1, "3 ready for review");
+        assert_eq!(
+            notice(&ImportStatus::Running, &progress(ImportStatus::Finished, 3, 0)).unwrap().1,
+            "3 ready for review"
+        );
     }
 
     #[test]

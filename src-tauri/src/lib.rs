@@ -69,10 +69,7 @@ pub fn main_entry() -> i32 {
 fn run_window(global: &cli::Global, open: Vec<PathBuf>) -> i32 {
     // A word that is no file is a mistyped subcommand more likely than a photo.
     if let Some(missing) = open.iter().find(|p| !p.exists()) {
-        eprintln!(
-            "error: no such file, folder or command: {} (see `product-extractor --help`)",
-            missing.display()
-        );
+        eprintln!("error: no such file, folder or command: {} (see `product-extractor --help`)", missing.display());
         return cli::EXIT_USAGE;
     }
     let paths = global.paths();

@@ -249,7 +249,14 @@ async fn cost_per_1000_photos_of_a_12_mp_shoot() {
     let raw = sample_jpeg(7, 4000, 3000, 90);
     let path = s.dir.path().join("12mp.jpg");
     std::fs::write(&path, &raw).unwrap();
-    let prepared = pe_core::intake::prepare_file_async(path, ImageConfig::default(), None).await.unwrap();
+    let prepared = pe_core::intake::prepare_file_async(
+        path,
+        ImageConfig::default(),
+        None,
+        &pe_core::intake::DecodeBudget::new(1 << 30),
+    )
+    .await
+    .unwrap();
     assert_eq!((prepared.width, prepared.height), (1536, 1152));
 
     let a = client.extract_product(PreparedImage::MIME_TYPE, &raw).await.unwrap().usage;

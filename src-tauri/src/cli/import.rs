@@ -173,7 +173,11 @@ impl Run {
             .iter()
             .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()).to_string_lossy().into_owned())
             .collect();
-        let enqueued = match self.queue.enqueue_files(paths, EnqueueOptions { batch: self.batch, ..EnqueueOptions::default() }).await {
+        let enqueued = match self
+            .queue
+            .enqueue_files(paths, EnqueueOptions { batch: self.batch, ..EnqueueOptions::default() })
+            .await
+        {
             Ok(enqueued) => enqueued,
             Err(e) => {
                 eprintln!("error: {}", ErrorReport::from(e));
@@ -357,9 +361,10 @@ fn is_progress(d: &ImportItemDetail) -> bool {
                     | ErrorCode::Network
                     | ErrorCode::ResponseTooLarge
                     | ErrorCode::CircuitOpen
+                    | ErrorCode::BatchEnded
             )
         }),
-        ItemState::Queued | ItemState::Preparing | ItemState::Extracting => false,
+        ItemState::Queued | ItemState::Preparing | ItemState::Extracting | ItemState::Submitted => false,
     }
 }
 
@@ -373,6 +378,7 @@ fn state_line(before: Option<&ImportStatus>, now: &ImportStatus) -> Option<Strin
             s,
             ImportStatus::PausedBreaker { .. }
                 | ImportStatus::WaitingQuota { .. }
+                | ImportStatus::PausedBudget { .. }
                 | ImportStatus::Stopped { .. }
                 | ImportStatus::PausedByUser
         )
@@ -383,7 +389,9 @@ fn state_line(before: Option<&ImportStatus>, now: &ImportStatus) -> Option<Strin
         chars.next().map(|first| first.to_lowercase().chain(chars).collect::<String>()).unwrap_or_default()
     };
     Some(match now {
-        ImportStatus::PausedBreaker { message, .. } | ImportStatus::WaitingQuota { message, .. } => line(message),
+        ImportStatus::PausedBreaker { message, .. }
+        | ImportStatus::WaitingQuota { message, .. }
+        | ImportStatus::PausedBudget { message, .. } => line(message),
         ImportStatus::Stopped { message, .. } => format!("stopped: {}", message.trim().trim_end_matches('.')),
         ImportStatus::PausedByUser => "paused by the user in the window".into(),
         ImportStatus::WorkedElsewhere => {

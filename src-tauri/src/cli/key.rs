@@ -94,20 +94,16 @@ fn status(state: &AppState, json: bool) -> i32 {
         KeySource::None => "none",
     };
     if json {
-        println!(
-            "{}",
-            json!({"source": source, "hint": status.hint, "keyring_problem": status.keyring_problem})
-        );
+        println!("{}", json!({"source": source, "hint": status.hint, "keyring_problem": status.keyring_problem}));
         return EXIT_OK;
     }
     let hint = status.hint.as_deref().unwrap_or("");
     match status.source {
         KeySource::Environment => println!("key: {hint}, from GEMINI_API_KEY (it overrides a stored key)"),
         KeySource::Keyring => println!("key: {hint}, from the OS keyring"),
-        KeySource::ConfigFile => println!(
-            "key: {hint}, from the config file {} (plain text)",
-            state.paths().config_file.display()
-        ),
+        KeySource::ConfigFile => {
+            println!("key: {hint}, from the config file {} (plain text)", state.paths().config_file.display())
+        }
         KeySource::Demo | KeySource::None => {
             println!("key: none — `product-extractor key set` stores one, or set GEMINI_API_KEY")
         }

@@ -90,8 +90,9 @@ pub fn apply_input(mut config: Config, input: SettingsInput) -> Result<Config, E
 }
 
 fn api_key(key: String) -> Result<ApiKey, ErrorReport> {
-    ApiKey::new(key)
-        .ok_or_else(|| ErrorReport::new(ErrorCode::Config, "The API key is empty — paste the key from Google AI Studio."))
+    ApiKey::new(key).ok_or_else(|| {
+        ErrorReport::new(ErrorCode::Config, "The API key is empty — paste the key from Google AI Studio.")
+    })
 }
 
 fn duration(key: &str, text: &str) -> Result<Duration, ErrorReport> {

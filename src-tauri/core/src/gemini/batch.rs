@@ -176,7 +176,7 @@ impl Operation {
         let Some(name) = self.name.or(metadata.name) else {
             return Err(GeminiError::UnparsableOutput {
                 reason: "the batch answer named no batch".into(),
-                truncated: false,
+                usage: None,
                 source: super::Detail(error::short(raw, 200)),
                 raw: raw.to_string(),
             });
@@ -302,13 +302,21 @@ impl GeminiClient {
     pub async fn batch_cancel(&self, name: &str) -> Result<(), GeminiError> {
         let key = self.inner.api_key.as_ref().ok_or(GeminiError::MissingKey)?;
         let url = format!("{}/v1beta/{}:cancel", self.inner.base_url, batch_path(name)?);
+        let progress = super::Progress::default();
         let answer = self
             .with_overall_timeout(
-                self.call(self.http.post(&url).header("content-type", "application/json").body("{}"), key),
+                &progress,
+                self.call(self.http.post(&url).header("content-type", "application/json").body("{}"), key, &progress),
             )
             .await?;
         if !(200..300).contains(&answer.status) {
-            return Err(error::from_status(answer.status, answer.body, &self.inner.model, answer.retry_after));
+            return Err(error::from_status(
+                answer.status,
+                answer.body,
+                &self.inner.model,
+                answer.retry_after,
+                super::unix_now_ms(),
+            ));
         }
         Ok(())
     }
@@ -317,16 +325,23 @@ impl GeminiClient {
     pub async fn batch_find(&self, display_name: &str) -> Result<Option<BatchStatus>, GeminiError> {
         let key = self.inner.api_key.as_ref().ok_or(GeminiError::MissingKey)?;
         let url = format!("{}/v1beta/batches", self.inner.base_url);
-        self.with_overall_timeout(async {
+        let progress = super::Progress::default();
+        self.with_overall_timeout(&progress, async {
             let mut page_token: Option<String> = None;
             for _ in 0..100 {
                 let mut query = vec![("pageSize", "100".to_string())];
                 if let Some(token) = page_token.take() {
                     query.push(("pageToken", token));
                 }
-                let answer = self.call(self.http.get(&url).query(&query), key).await?;
+                let answer = self.call(self.http.get(&url).query(&query), key, &progress).await?;
                 if !(200..300).contains(&answer.status) {
-                    return Err(error::from_status(answer.status, answer.body, &self.inner.model, answer.retry_after));
+                    return Err(error::from_status(
+                        answer.status,
+                        answer.body,
+                        &self.inner.model,
+                        answer.retry_after,
+                        super::unix_now_ms(),
+                    ));
                 }
                 let page: ListBatches = serde_json::from_str(&answer.body).map_err(|e| unparsable(&answer.body, e))?;
                 for op in page.operations.unwrap_or_default() {
@@ -350,9 +365,16 @@ impl GeminiClient {
         request: impl FnOnce(&reqwest::Client) -> reqwest::RequestBuilder,
     ) -> Result<BatchStatus, GeminiError> {
         let key = self.inner.api_key.as_ref().ok_or(GeminiError::MissingKey)?;
-        let answer = self.with_overall_timeout(self.call(request(&self.http), key)).await?;
+        let progress = super::Progress::default();
+        let answer = self.with_overall_timeout(&progress, self.call(request(&self.http), key, &progress)).await?;
         if !(200..300).contains(&answer.status) {
-            return Err(error::from_status(answer.status, answer.body, &self.inner.model, answer.retry_after));
+            return Err(error::from_status(
+                answer.status,
+                answer.body,
+                &self.inner.model,
+                answer.retry_after,
+                super::unix_now_ms(),
+            ));
         }
         let op: Operation = serde_json::from_str(&answer.body).map_err(|e| unparsable(&answer.body, e))?;
         op.into_status(&answer.body)
@@ -371,7 +393,7 @@ fn batch_path(name: &str) -> Result<&str, GeminiError> {
 fn unparsable(body: &str, e: serde_json::Error) -> GeminiError {
     GeminiError::UnparsableOutput {
         reason: "the batch answer was not valid JSON".into(),
-        truncated: false,
+        usage: None,
         source: super::Detail(e.to_string()),
         raw: body.to_string(),
     }

@@ -286,7 +286,8 @@ impl GeminiClient {
     pub async fn get_model(&self) -> Result<wire::ModelInfo, GeminiError> {
         let key = self.inner.api_key.as_ref().ok_or(GeminiError::MissingKey)?;
         let url = format!("{}/v1beta/models/{}", self.inner.base_url, self.inner.model);
-        let answer = self.with_overall_timeout(self.call(self.http.get(&url), key)).await?;
+        let progress = Progress::default();
+        let answer = self.with_overall_timeout(&progress, self.call(self.http.get(&url), key, &progress)).await?;
         if !(200..300).contains(&answer.status) {
             return Err(error::from_status(
                 answer.status,

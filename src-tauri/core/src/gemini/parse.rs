@@ -475,7 +475,8 @@ mod tests {
 
     #[test]
     fn failed_answers_carry_their_billed_usage() {
-        let billed = Usage { prompt_tokens: 102, output_tokens: 438, thoughts_tokens: 278, total_tokens: 540 };
+        let billed =
+            Usage { prompt_tokens: 102, output_tokens: 438, thoughts_tokens: 278, total_tokens: 540, cached_tokens: 0 };
         for body in [
             answer("", "MAX_TOKENS"),
             answer("", "SAFETY"),
@@ -488,7 +489,8 @@ mod tests {
         let blocked = json!({"promptFeedback": {"blockReason": "SAFETY"},
             "usageMetadata": {"promptTokenCount": 300, "totalTokenCount": 300}})
         .to_string();
-        let usage = Usage { prompt_tokens: 300, output_tokens: 0, thoughts_tokens: 0, total_tokens: 300 };
+        let usage =
+            Usage { prompt_tokens: 300, output_tokens: 0, thoughts_tokens: 0, total_tokens: 300, cached_tokens: 0 };
         assert_eq!(err(&blocked).billed_usage(), Some(&usage));
         // No usageMetadata: nothing is claimed.
         assert_eq!(err(&json!({"candidates": [{"finishReason": "SAFETY"}]}).to_string()).billed_usage(), None);

@@ -80,9 +80,11 @@ fn classify(error: &ExtractError) -> Fault {
             ErrorCode::GeminiAuth | ErrorCode::GeminiNotFound | ErrorCode::GeminiNotAvailable | ErrorCode::Config => {
                 Fault::Stop
             }
-            ErrorCode::GeminiUnavailable | ErrorCode::GeminiApiError | ErrorCode::Timeout | ErrorCode::Network | ErrorCode::ResponseTooLarge => {
-                Fault::Service
-            }
+            ErrorCode::GeminiUnavailable
+            | ErrorCode::GeminiApiError
+            | ErrorCode::Timeout
+            | ErrorCode::Network
+            | ErrorCode::ResponseTooLarge => Fault::Service,
             _ => Fault::Own,
         },
     }
@@ -150,6 +152,7 @@ async fn work(shared: &Arc<Shared>, pipeline: &Pipeline, item: &Claimed) -> Resu
                     proposal: None,
                     to: ItemState::Failed,
                     error,
+                    batch_name: None,
                 };
                 return finish(shared, outcome).await;
             }
