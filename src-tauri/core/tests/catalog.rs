@@ -99,6 +99,7 @@ async fn migrates_an_empty_file_with_wal_and_foreign_keys() {
         tables,
         [
             "attempts",
+            "batches",
             "import_items",
             "photos",
             "product_revisions",

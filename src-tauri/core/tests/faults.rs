@@ -33,6 +33,8 @@ fn config(base_url: &str) -> GeminiConfig {
         connect_timeout: Duration::from_secs(1),
         read_timeout: READ_TIMEOUT,
         max_response_bytes: LIMIT,
+        // A model of a known family: no `models.get` lookup reaches the fault server first.
+        model: "gemini-2.5-flash".into(),
         ..GeminiConfig::default()
     }
 }

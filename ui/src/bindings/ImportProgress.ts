@@ -42,13 +42,9 @@ changes: number,
  * What this import's calls cost so far (this process's calls since the queue last settled;
  * failed but billed calls included).
  */
- * What this import's calls cost so far (this process's calls since the queue last settled;
- * failed but billed calls included).
- */
-cost: CostTotal,
+cost: CostTotal, 
 /**
  * Batch mode: the newest batches (those not finished, and those that changed since the
  * oldest listed item was queued) with their state and time of submission.
  */
 batches: Array<BatchInfo>, };
-
