@@ -309,15 +309,7 @@ impl GeminiClient {
                 self.call(self.http.post(&url).header("content-type", "application/json").body("{}"), key, &progress),
             )
             .await?;
-        if !(200..300).contains(&answer.status) {
-            return Err(error::from_status(
-                answer.status,
-                answer.body,
-                &self.inner.model,
-                answer.retry_after,
-                super::unix_now_ms(),
-            ));
-        }
+        answer.success(&self.inner.model)?;
         Ok(())
     }
 
@@ -334,15 +326,7 @@ impl GeminiClient {
                     query.push(("pageToken", token));
                 }
                 let answer = self.call(self.http.get(&url).query(&query), key, &progress).await?;
-                if !(200..300).contains(&answer.status) {
-                    return Err(error::from_status(
-                        answer.status,
-                        answer.body,
-                        &self.inner.model,
-                        answer.retry_after,
-                        super::unix_now_ms(),
-                    ));
-                }
+                let answer = answer.success(&self.inner.model)?;
                 let page: ListBatches = serde_json::from_str(&answer.body).map_err(|e| unparsable(&answer.body, e))?;
                 for op in page.operations.unwrap_or_default() {
                     let status = op.into_status(&answer.body)?;
@@ -367,15 +351,7 @@ impl GeminiClient {
         let key = self.inner.api_key.as_ref().ok_or(GeminiError::MissingKey)?;
         let progress = super::Progress::default();
         let answer = self.with_overall_timeout(&progress, self.call(request(&self.http), key, &progress)).await?;
-        if !(200..300).contains(&answer.status) {
-            return Err(error::from_status(
-                answer.status,
-                answer.body,
-                &self.inner.model,
-                answer.retry_after,
-                super::unix_now_ms(),
-            ));
-        }
+        let answer = answer.success(&self.inner.model)?;
         let op: Operation = serde_json::from_str(&answer.body).map_err(|e| unparsable(&answer.body, e))?;
         op.into_status(&answer.body)
     }

@@ -173,6 +173,17 @@ struct RawAnswer {
     body: String,
 }
 
+impl RawAnswer {
+    /// The answer when its status is 2xx, else the error the status and body make for `model`.
+    fn success(self, model: &str) -> Result<Self, GeminiError> {
+        if (200..300).contains(&self.status) {
+            Ok(self)
+        } else {
+            Err(error::from_status(self.status, self.body, model, self.retry_after, unix_now_ms()))
+        }
+    }
+}
+
 impl GeminiClient {
     /// Builds the client. No network traffic; a missing key is only reported when calling.
     pub fn new(cfg: &GeminiConfig) -> Result<Self, GeminiError> {
@@ -288,15 +299,7 @@ impl GeminiClient {
         let url = format!("{}/v1beta/models/{}", self.inner.base_url, self.inner.model);
         let progress = Progress::default();
         let answer = self.with_overall_timeout(&progress, self.call(self.http.get(&url), key, &progress)).await?;
-        if !(200..300).contains(&answer.status) {
-            return Err(error::from_status(
-                answer.status,
-                answer.body,
-                &self.inner.model,
-                answer.retry_after,
-                unix_now_ms(),
-            ));
-        }
+        let answer = answer.success(&self.inner.model)?;
         serde_json::from_str(&answer.body).map_err(|e| GeminiError::UnparsableOutput {
             reason: "the model description was not valid JSON".into(),
             usage: None,
@@ -353,15 +356,7 @@ impl GeminiClient {
             self.with_overall_timeout(&progress, self.call(self.http.post(&url).json(&body), key, &progress)).await?;
         let latency = started.elapsed();
         tracing::debug!(model = %self.inner.model, status = answer.status, ?latency, "gemini generateContent");
-        if !(200..300).contains(&answer.status) {
-            return Err(error::from_status(
-                answer.status,
-                answer.body,
-                &self.inner.model,
-                answer.retry_after,
-                unix_now_ms(),
-            ));
-        }
+        let answer = answer.success(&self.inner.model)?;
         extraction(answer.body, latency, self.inner.max_output_tokens)
     }
 
@@ -380,15 +375,7 @@ impl GeminiClient {
                 }
                 progress.headers_arrived.store(false, Ordering::Relaxed);
                 let answer = self.call(self.http.get(&url).query(&query), key, &progress).await?;
-                if !(200..300).contains(&answer.status) {
-                    return Err(error::from_status(
-                        answer.status,
-                        answer.body,
-                        &self.inner.model,
-                        answer.retry_after,
-                        unix_now_ms(),
-                    ));
-                }
+                let answer = answer.success(&self.inner.model)?;
                 let page: wire::ListModelsResponse =
                     serde_json::from_str(&answer.body).map_err(|e| GeminiError::UnparsableOutput {
                         reason: "the model list was not valid JSON".into(),
