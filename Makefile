@@ -97,7 +97,7 @@ test-package: ui
 ## client's golden request bodies must load into the SDK's own request types. Each script in
 ## SDK_CHECKS takes --fake BINARY --golden DIR --image JPEG; any failure fails the target.
 SDK_VENV := target/sdk-venv
-SDK_CHECKS := tests/sdk/check_fake.py
+SDK_CHECKS := tests/sdk/check_fake.py tests/sdk/batch_roundtrip.py
 test-sdk: deps-system
 	cargo build -p fake-gemini --bin fake-gemini
 	cargo test -p product-extractor-core --test gemini_wire golden_request_bodies

@@ -18,7 +18,6 @@ Run by `make test-sdk`; any difference exits non-zero (nothing is skipped).
         --image tests/fixtures/product.jpg
 """
 
-import argparse
 import base64
 import json
 import pathlib
@@ -27,9 +26,7 @@ from google import genai
 from google.genai import errors, types
 from google.genai import models as sdk_models
 
-from fake import check, fail, running_fake
-
-KEY = "test-key"
+from fake import check, client_for, fail, parse_args, running_fake
 
 # The model each golden body is for (an unknown family's body goes to a model of another family:
 # it must suit any model).
@@ -38,15 +35,6 @@ GOLDEN_MODELS = {
     "request_gemini-3-flash.json": "gemini-3-flash-preview",
     "request_unknown-model.json": "gemini-2.5-flash-lite",
 }
-
-
-def client_for(url):
-    return genai.Client(
-        api_key=KEY,
-        http_options=types.HttpOptions(
-            base_url=url, api_version="v1beta", retry_options=types.HttpRetryOptions(attempts=1)
-        ),
-    )
 
 
 def load_golden(directory):
@@ -199,23 +187,18 @@ def golden_bodies_load_into_sdk_types(golden, url):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--fake", required=True, help="the fake-gemini binary")
-    parser.add_argument("--golden", required=True, help="src-tauri/core/tests/golden")
-    parser.add_argument("--image", required=True, help="a JPEG photo")
-    args = parser.parse_args()
-    image = pathlib.Path(args.image).read_bytes()
-    golden = load_golden(args.golden)
+    fake, golden_dir, image = parse_args()
+    golden = load_golden(golden_dir)
     schema = golden[0][1]["generationConfig"]["responseJsonSchema"]
 
     print(f"google-genai {genai.__version__}")
-    with running_fake(args.fake) as url:
+    with running_fake(fake) as url:
         structured_output_with_image(url, image, schema)
-    with running_fake(args.fake, script=["daily_quota"]) as url:
+    with running_fake(fake, script=["daily_quota"]) as url:
         per_day_quota(url, image)
-    with running_fake(args.fake, script=["blocked:PROHIBITED_CONTENT", "thinking_exhausted"]) as url:
+    with running_fake(fake, script=["blocked:PROHIBITED_CONTENT", "thinking_exhausted"]) as url:
         billed_failures(url, image)
-    with running_fake(args.fake) as url:
+    with running_fake(fake) as url:
         golden_bodies_load_into_sdk_types(golden, url)
     print("sdk check: all passed")
 

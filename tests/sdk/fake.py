@@ -4,13 +4,20 @@ Shared by every script in tests/sdk/. The binary prints its base URL on its firs
 serves until its stdin closes, so it never outlives the script.
 """
 
+import argparse
 import contextlib
+import pathlib
 import subprocess
 import sys
 
+from google import genai
+from google.genai import types
+
+KEY = "test-key"
+
 
 @contextlib.contextmanager
-def running_fake(binary, script=(), key="test-key"):
+def running_fake(binary, script=(), key=KEY):
     """Yields the fake's base URL (http://127.0.0.1:PORT); `script` is the behaviors queued for
     the next generateContent requests, in order (see src-tauri/fake-gemini/src/bin)."""
     args = [binary, "--key", key]
@@ -39,3 +46,23 @@ def fail(message):
 def check(condition, message):
     if not condition:
         fail(message)
+
+
+def parse_args():
+    """The arguments every script in SDK_CHECKS takes: (fake binary, golden directory, image bytes)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fake", required=True, help="the fake-gemini binary")
+    parser.add_argument("--golden", required=True, help="src-tauri/core/tests/golden")
+    parser.add_argument("--image", required=True, help="a JPEG photo")
+    args = parser.parse_args()
+    return args.fake, pathlib.Path(args.golden), pathlib.Path(args.image).read_bytes()
+
+
+def client_for(url):
+    """The SDK's client for the fake at `url`, without the SDK's own retries."""
+    return genai.Client(
+        api_key=KEY,
+        http_options=types.HttpOptions(
+            base_url=url, api_version="v1beta", retry_options=types.HttpRetryOptions(attempts=1)
+        ),
+    )
