@@ -1,7 +1,8 @@
 //! Batch mode survives kill -9: the real binary imports 50 generated photos with
 //! `import --batch --save` against the fake Gemini's Batch API on 127.0.0.1, is killed (SIGKILL)
 //! once after its first batch was submitted and once while it polls, and is run again until it
-//! finishes. Every photo ends up in the catalog exactly once, and every chunk was submitted once.
+//! finishes. Every photo ends up in the catalog exactly once, every chunk was submitted once, and
+//! every answer was priced at the model's batch discount: half the price of the same tokens.
 
 #![cfg(unix)]
 
@@ -15,6 +16,7 @@ use fake_gemini::batches::BatchTiming;
 use fake_gemini::photos::sample_jpeg;
 use fake_gemini::{Behavior, FakeGemini, FakeOptions};
 use pe_core::catalog::Catalog;
+use pe_core::pricing::{BilledTokens, PricingConfig};
 use tokio::process::Command;
 
 const PHOTOS: u64 = 50;
@@ -70,8 +72,13 @@ async fn kill_9_after_submission_and_while_polling_loses_nothing_and_submits_not
     }
     let data = dir.path().join("data");
     std::fs::create_dir_all(&data).unwrap();
-    // Look often, in chunks of 20 photos (three batches).
-    std::fs::write(data.join("config.toml"), "[batch]\npoll_interval = \"100ms\"\nmax_requests = 20\n").unwrap();
+    // Look often, in chunks of 20 photos (three batches), on a model with a list price (the
+    // default alias is answered by the fake under its own name, which has none).
+    std::fs::write(
+        data.join("config.toml"),
+        "[gemini]\nmodel = \"gemini-2.5-flash-lite\"\n[batch]\npoll_interval = \"100ms\"\nmax_requests = 20\n",
+    )
+    .unwrap();
 
     // Run 1: killed once its first batch was submitted.
     let mut child = import(&data, &photos, &fake.base_url()).spawn().unwrap();
@@ -116,4 +123,43 @@ async fn kill_9_after_submission_and_while_polling_loses_nothing_and_submits_not
     assert_eq!(fake.batch_submissions(), (3, PHOTOS as usize), "after run 1: {after_first:?}");
     assert_eq!(batches, 3);
     assert_eq!(fake.generate_count(), 0, "nothing was sent outside a batch");
+
+    // Cost at half price: each attempt's recorded cost is what the one cost rule gives its
+    // tokens with the batch discount, and the whole import costs half of the same tokens sent
+    // one call at a time.
+    type Priced = (String, Option<String>, i64, i64, i64, Option<i64>, i64);
+    let priced: Vec<Priced> = catalog
+        .with_connection(|c| {
+            let mut stmt = c.prepare(
+                "SELECT model, model_version, prompt_tokens, coalesce(cached_tokens, 0), output_tokens, cost_nanos, \
+                 batch FROM attempts",
+            )?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)))?
+                .collect::<Result<_, _>>()?;
+            Ok(rows)
+        })
+        .await
+        .unwrap();
+    let pricing = PricingConfig::default();
+    let (mut recorded, mut at_batch_price, mut at_full_price) = (0i64, 0i64, 0i64);
+    for (model, version, input, cached, output, cost, batch) in &priced {
+        let tokens = BilledTokens { input: *input as u64, cached_input: *cached as u64, output: *output as u64 };
+        assert!(*input > 0 && *output > 0, "usage recorded: {model} {input} in {output} out");
+        assert_eq!(*batch, 1, "billed as a batch call");
+        let price = pricing
+            .price_for(model, version.as_deref())
+            .unwrap_or_else(|| panic!("{model} (answered as {version:?}) has a list price"))
+            .price;
+        assert_eq!(price.batch_discount, 0.5);
+        let cost = cost.expect("a priced model's attempt stores its cost");
+        assert_eq!(cost, price.cost(tokens, true).nanos(), "{model} {version:?}: {tokens:?}");
+        recorded += cost;
+        at_batch_price += price.cost(tokens, true).nanos();
+        at_full_price += price.cost(tokens, false).nanos();
+    }
+    assert!(recorded > 0);
+    assert_eq!(recorded, at_batch_price);
+    // Half, to within the rounding of each attempt to the nanodollar.
+    assert!((2 * recorded - at_full_price).abs() <= priced.len() as i64, "{recorded} vs {at_full_price}");
 }

@@ -426,6 +426,29 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_call_costs_the_models_batch_discount() {
+        // Every list price: a batch call is half the price of the same tokens.
+        for (model, price) in list_prices() {
+            assert_eq!(price.batch_discount, 0.5, "{model}");
+            for t in [tokens(2_000_000, 0, 200_000), tokens(1_969, 300, 387), tokens(1_000_000, 1_000_000, 0)] {
+                let (batch, direct) = (price.cost(t, true).nanos(), price.cost(t, false).nanos());
+                assert!((2 * batch - direct).abs() <= 1, "{model} {t:?}: batch {batch}, direct {direct}");
+            }
+        }
+        // A user's row with its own discount; and through the table, by model.
+        let row = ModelPrice {
+            input_per_million: 1.0,
+            output_per_million: 2.0,
+            cached_input_per_million: None,
+            batch_discount: 0.4,
+        };
+        assert_eq!(row.cost(tokens(1_000_000, 0, 1_000_000), true), Usd::from_nanos(1_200_000_000));
+        let config = PricingConfig { models: [("mine".to_string(), row)].into(), ..Default::default() };
+        assert_eq!(config.cost("mine", None, tokens(1_000_000, 0, 0), true), Some(Usd::from_nanos(400_000_000)));
+        assert_eq!(config.cost("unpriced", None, tokens(1_000_000, 0, 0), true), None);
+    }
+
+    #[test]
     fn sums_of_costs_do_not_drift() {
         let lite = list_price("gemini-2.5-flash-lite").unwrap();
         let one = lite.cost(tokens(1, 0, 0), false);
