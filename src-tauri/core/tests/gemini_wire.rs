@@ -179,6 +179,58 @@ async fn each_thinking_setting_is_accepted_by_each_family() {
     assert_eq!(body.generation_config.temperature, Some(0.7));
 }
 
+/// A JPEG header (SOI, SOF0) of this size: all the fake reads of a photo to count its tokens.
+fn jpeg_header(width: u16, height: u16) -> Vec<u8> {
+    let ([w1, w0], [h1, h0]) = (width.to_be_bytes(), height.to_be_bytes());
+    vec![0xFF, 0xD8, 0xFF, 0xC0, 0, 11, 8, h1, h0, w1, w0, 3, 0, 0, 0, 0xFF, 0xD9]
+}
+
+/// `[gemini] media_resolution` reaches the fake as `generationConfig.mediaResolution`, and the
+/// `promptTokenCount` the client reads back changes as Google documents it per model family
+/// (gemini-api.md, "Media resolution"). With `--nocapture` it prints the table in BENCHMARKS.md.
+#[tokio::test]
+async fn each_media_resolution_bills_the_documented_image_tokens() {
+    let fake = fake().await;
+    let (prepared, raw) = (jpeg_header(1536, 1152), jpeg_header(4000, 3000));
+    let settings =
+        [MediaResolution::ModelDefault, MediaResolution::Low, MediaResolution::Medium, MediaResolution::High];
+    // Image tokens per setting, in that order: 2.5 by the tile rule when unset (2×2 and 6×4
+    // tiles of 258), else the enum's counts; Gemini 3 by level whatever the size (high unset).
+    let cases: &[(&str, &[u8], [u32; 4])] = &[
+        ("gemini-2.5-flash-lite", &prepared, [1032, 64, 256, 256]),
+        ("gemini-2.5-flash", &prepared, [1032, 64, 256, 256]),
+        ("gemini-2.5-flash", &raw, [6192, 64, 256, 256]),
+        ("gemini-2.5-pro", &prepared, [1032, 64, 256, 256]),
+        ("gemini-3-flash-preview", &prepared, [1120, 280, 560, 1120]),
+        ("gemini-3-flash-preview", &raw, [1120, 280, 560, 1120]),
+        ("gemini-flash-latest", &prepared, [1120, 280, 560, 1120]),
+    ];
+    // The text (system instruction, prompt, schema) costs the same in every request.
+    let mut text_tokens = None;
+    println!("| model | photo | model_default | low | medium | high |");
+    for (model, image, expected) in cases {
+        let mut row = Vec::new();
+        for (setting, image_tokens) in settings.iter().zip(expected) {
+            let cfg = GeminiConfig { media_resolution: *setting, ..config(&fake.base_url(), model) };
+            let client = GeminiClient::new(&cfg).unwrap();
+            let answer = client.extract_product("image/jpeg", image).await.unwrap_or_else(|e| panic!("{model}: {e}"));
+            let sent = fake.requests().into_iter().rev().find(|r| r.method == "POST").unwrap();
+            assert_eq!(
+                sent.body["generationConfig"].get("mediaResolution").and_then(|v| v.as_str()),
+                models::media_resolution_wire(*setting),
+                "{model} {setting:?}"
+            );
+            let prompt = answer.usage.prompt_tokens;
+            let text = *text_tokens.get_or_insert(prompt - image_tokens);
+            assert_eq!(prompt, text + image_tokens, "{model} {setting:?}: {prompt} in = {text} text + image tokens");
+            row.push(prompt - text);
+        }
+        let photo =
+            if image.len() == prepared.len() && *image == prepared.as_slice() { "1536×1152" } else { "4000×3000" };
+        println!("| {model} | {photo} | {} |", row.iter().map(u32::to_string).collect::<Vec<_>>().join(" | "));
+    }
+}
+
 #[tokio::test]
 async fn the_fake_refuses_what_the_api_refuses() {
     let fake = fake().await;

@@ -20,6 +20,9 @@
 //!   client sent, filled with what the photo shows for the demo's own photos (recognized by the
 //!   SHA-256 of the prepared image, [`demo_photos`]), else with one of six built-in products chosen
 //!   by hashing the image bytes, whose name and description say it was invented ([`products`]).
+//!   `usageMetadata` counts the prompt by Google's published rules: each image by the answering
+//!   model's family and the request's `mediaResolution` ([`products::image_tokens`]), text at
+//!   four characters a token.
 //! - Records every request (at most [`MAX_RECORDED`], oldest dropped) with the key redacted, and
 //!   tracks how many `generateContent` calls ran at once.
 //! - Logs nothing that includes a key. Dropping it or [`FakeGemini::shutdown`] stops it; hanging
@@ -748,7 +751,7 @@ fn content_answer(
             Ok(v)
         }
         Behavior::NoCandidatesBlocked(reason) => {
-            let prompt = prompt_tokens(checked);
+            let prompt = prompt_tokens(model, checked);
             Ok(json!({"promptFeedback": {"blockReason": reason, "safetyRatings": safety_ratings(true)},
                       "usageMetadata": {"promptTokenCount": prompt, "totalTokenCount": prompt},
                       "modelVersion": model, "responseId": state.response_id()}))
@@ -805,9 +808,15 @@ fn safety_ratings(blocked: bool) -> Value {
     ])
 }
 
-fn prompt_tokens(checked: &Checked) -> u32 {
-    let images: u32 = checked.images.iter().map(|i| products::image_tokens(i)).sum();
-    images + (checked.text_chars / 4) as u32
+/// The prompt's tokens: its images, counted for the model that answers and the request's media
+/// resolution, and its text at four characters a token.
+fn prompt_tokens(model: &str, checked: &Checked) -> u32 {
+    image_prompt_tokens(model, checked) + (checked.text_chars / 4) as u32
+}
+
+fn image_prompt_tokens(model: &str, checked: &Checked) -> u32 {
+    let (model, resolution) = (concrete_model(model), checked.media_resolution.as_deref());
+    checked.images.iter().map(|i| products::image_tokens(i, model, resolution)).sum()
 }
 
 /// A full answer whose candidate has these parts and finish reason, with usage metadata.
@@ -815,10 +824,10 @@ fn text_answer(state: &Shared, model: &str, checked: &Checked, parts: Vec<Value>
     let answer_chars: usize =
         parts.iter().filter(|p| p.get("thought").is_none()).filter_map(|p| p["text"].as_str()).map(str::len).sum();
     let seed = checked.images.first().map(|i| products::fnv1a(i)).unwrap_or(7);
-    let prompt = prompt_tokens(checked);
+    let prompt = prompt_tokens(model, checked);
     let candidates = (answer_chars / 4).max(usize::from(answer_chars > 0)) as u32;
     let thoughts = if parts.is_empty() { 0 } else { 120 + (seed % 400) as u32 };
-    let image_tokens: u32 = checked.images.iter().map(|i| products::image_tokens(i)).sum();
+    let image_tokens = image_prompt_tokens(model, checked);
     json!({
         "candidates": [{"content": {"parts": parts, "role": "model"}, "finishReason": finish, "index": 0}],
         "usageMetadata": {

@@ -265,12 +265,32 @@ fn as_number(v: &Value) -> Option<f64> {
     }
 }
 
-/// Image tokens like Gemini 2.x counts them: 258 for an image with both sides ≤ 384 px, else 258
-/// per 768×768 tile. Dimensions come from the JPEG or PNG header; unknown formats count 258.
-pub fn image_tokens(image: &[u8]) -> u32 {
-    match image_dimensions(image) {
-        Some((w, h)) if w > 384 || h > 384 => w.div_ceil(768).max(1) * h.div_ceil(768).max(1) * 258,
-        _ => 258,
+/// The input tokens one image is billed for, by Google's published rules (gemini-api.md, "Media
+/// resolution"), for the concrete `model` and the request's `generationConfig.mediaResolution`:
+///
+/// - Gemini 3: a fixed count per image by level: low 280, medium 560, high 1120 (also when unset:
+///   high is the default for images), ultra high 2240; the image's size does not matter.
+/// - Gemini 2.x and models the fake does not know: low 64, medium 256, high 256 (the SDK's enum
+///   text: "zoomed reframing with 256 tokens"); unset, the tile rule: 258 for an image with both
+///   sides ≤ 384 px, else 258 per 768×768 tile. Dimensions come from the JPEG or PNG header;
+///   unknown formats count 258.
+pub fn image_tokens(image: &[u8], model: &str, media_resolution: Option<&str>) -> u32 {
+    let level = media_resolution.and_then(|r| r.strip_prefix("MEDIA_RESOLUTION_")).unwrap_or("UNSPECIFIED");
+    if model.starts_with("gemini-3") {
+        return match level {
+            "LOW" => 280,
+            "MEDIUM" => 560,
+            "ULTRA_HIGH" => 2240,
+            _ => 1120,
+        };
+    }
+    match level {
+        "LOW" => 64,
+        "MEDIUM" | "HIGH" => 256,
+        _ => match image_dimensions(image) {
+            Some((w, h)) if w > 384 || h > 384 => w.div_ceil(768).max(1) * h.div_ceil(768).max(1) * 258,
+            _ => 258,
+        },
     }
 }
 
@@ -356,11 +376,32 @@ mod tests {
         png.extend(1536u32.to_be_bytes());
         png.extend(1024u32.to_be_bytes());
         assert_eq!(image_dimensions(&png), Some((1536, 1024)));
-        assert_eq!(image_tokens(&png), 4 * 258);
         // JPEG: SOI, APP0 (len 4), SOF0 with 300x200.
         let jpeg = [0xFF, 0xD8, 0xFF, 0xE0, 0, 4, 0, 0, 0xFF, 0xC0, 0, 11, 8, 0, 200, 1, 44, 3, 0, 0, 0];
         assert_eq!(image_dimensions(&jpeg), Some((300, 200)));
-        assert_eq!(image_tokens(&jpeg), 258);
-        assert_eq!(image_tokens(b"not an image"), 258);
+
+        // Gemini 2.5 without a media resolution: the tile rule.
+        for model in ["gemini-2.5-flash", "gemini-2.5-flash-lite", "gemini-2.5-pro", "some-other-model"] {
+            assert_eq!(image_tokens(&png, model, None), 4 * 258, "{model}");
+            assert_eq!(image_tokens(&png, model, Some("MEDIA_RESOLUTION_UNSPECIFIED")), 4 * 258, "{model}");
+            assert_eq!(image_tokens(&jpeg, model, None), 258, "{model}");
+            assert_eq!(image_tokens(b"not an image", model, None), 258, "{model}");
+            // With one: the enum's fixed counts, whatever the size.
+            for image in [&png[..], &jpeg[..]] {
+                assert_eq!(image_tokens(image, model, Some("MEDIA_RESOLUTION_LOW")), 64, "{model}");
+                assert_eq!(image_tokens(image, model, Some("MEDIA_RESOLUTION_MEDIUM")), 256, "{model}");
+                assert_eq!(image_tokens(image, model, Some("MEDIA_RESOLUTION_HIGH")), 256, "{model}");
+            }
+        }
+        // Gemini 3: a count per level, whatever the size; high when unset.
+        for model in ["gemini-3-flash-preview", "gemini-3.1-flash-lite", "gemini-3-pro-preview"] {
+            for image in [&png[..], &jpeg[..]] {
+                assert_eq!(image_tokens(image, model, None), 1120, "{model}");
+                assert_eq!(image_tokens(image, model, Some("MEDIA_RESOLUTION_LOW")), 280, "{model}");
+                assert_eq!(image_tokens(image, model, Some("MEDIA_RESOLUTION_MEDIUM")), 560, "{model}");
+                assert_eq!(image_tokens(image, model, Some("MEDIA_RESOLUTION_HIGH")), 1120, "{model}");
+                assert_eq!(image_tokens(image, model, Some("MEDIA_RESOLUTION_ULTRA_HIGH")), 2240, "{model}");
+            }
+        }
     }
 }

@@ -145,6 +145,8 @@ pub struct Checked {
     pub schema: Option<Value>,
     /// `generationConfig.maxOutputTokens`, when set.
     pub max_output_tokens: Option<u32>,
+    /// `generationConfig.mediaResolution` (`MEDIA_RESOLUTION_LOW`, ...), when set.
+    pub media_resolution: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -541,6 +543,7 @@ pub fn check_generate_request(body: &[u8]) -> Result<(Value, Checked), ApiError>
     if let Some(config) = get(&value, "generationConfig") {
         checked.max_output_tokens =
             get(config, "maxOutputTokens").and_then(Value::as_u64).map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+        checked.media_resolution = get(config, "mediaResolution").and_then(Value::as_str).map(str::to_string);
         if let Some(t) = get(config, "temperature").and_then(Value::as_f64) {
             if !(0.0..=2.0).contains(&t) {
                 return Err(ApiError::invalid_argument(format!(
