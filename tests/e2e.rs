@@ -227,6 +227,10 @@ async fn newcomer_demo_drop_review_save_list() {
     wait_for(&c, "#nav-settings", long).await.click().await.unwrap();
     let key = wait_for(&c, "#settings-api-key", long).await;
     assert_eq!(key.attr("type").await.unwrap().as_deref(), Some("password"));
+    // The Gemini request's settings and the price of the saved model (or "price unknown").
+    wait_for(&c, "#settings-thinking", long).await;
+    wait_for(&c, "#settings-media-resolution", long).await;
+    wait_text(&c, "#settings-model-price", "Saved model", long).await;
     screenshot(&c, "6-settings").await;
 
     // The live breaker panel: the demo's call was a success; forcing it open shows at once. A

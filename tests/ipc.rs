@@ -84,7 +84,7 @@ fn settings_round_trip_and_errors_name_the_key() {
     let mut settings = invoke(&webview, "get_settings", json!({})).unwrap();
     settings["gemini"]["model"] = json!("gemini-2.5-flash");
     settings["gemini"]["read_timeout"] = json!("20s");
-    let input = json!({"gemini": settings["gemini"], "image": settings["image"], "resilience": settings["resilience"], "api_key": {"action": "set", "key": "my-secret-key-7890"}});
+    let input = json!({"gemini": settings["gemini"], "image": settings["image"], "resilience": settings["resilience"], "prices": settings["pricing"]["rows"], "api_key": {"action": "set", "key": "my-secret-key-7890"}});
     let saved = invoke(&webview, "save_settings", json!({ "input": input })).unwrap();
     assert_eq!(saved["gemini"]["model"], "gemini-2.5-flash");
     assert_eq!(saved["gemini"]["read_timeout"], "20s");
@@ -109,6 +109,99 @@ fn settings_round_trip_and_errors_name_the_key() {
     // The failed save changed nothing.
     let status = invoke(&webview, "app_status", json!({})).unwrap();
     assert_eq!(status["api_key"]["configured"], true);
+}
+
+#[test]
+fn settings_edit_the_gemini_request_and_the_price_rows_and_keep_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_app, webview) = app(dir.path(), env_of(&[]));
+    let settings = invoke(&webview, "get_settings", json!({})).unwrap();
+    let g = &settings["gemini"];
+    assert_eq!(
+        (&g["thinking"], &g["max_output_tokens"], &g["temperature"], &g["media_resolution"]),
+        (&json!("off"), &json!(8192), &Value::Null, &json!("model_default"))
+    );
+    assert_eq!(settings["pricing"]["rows"], json!([]));
+    // The default alias has no price row: "price unknown" until an answer names a priced model.
+    assert_eq!(settings["pricing"]["model_price"], Value::Null);
+    // The budget is the usage panel's; a Save in Settings keeps it.
+    invoke(&webview, "set_daily_budget", json!({"usd": 3.0})).unwrap();
+
+    let mut input = json!({"gemini": settings["gemini"], "image": settings["image"], "resilience": settings["resilience"],
+        "prices": [{"model": " my-model ", "price": {"input_per_million": 1.0, "output_per_million": 2.0, "batch_discount": 0.4}}],
+        "api_key": {"action": "keep"}});
+    input["gemini"]["model"] = json!("gemini-2.5-flash-lite");
+    input["gemini"]["thinking"] = json!("low");
+    input["gemini"]["max_output_tokens"] = json!(4096);
+    input["gemini"]["temperature"] = json!(0.5);
+    input["gemini"]["media_resolution"] = json!("low");
+    let saved = invoke(&webview, "save_settings", json!({ "input": input.clone() })).unwrap();
+    let g = &saved["gemini"];
+    assert_eq!(
+        (&g["thinking"], &g["max_output_tokens"], &g["temperature"], &g["media_resolution"]),
+        (&json!("low"), &json!(4096), &json!(0.5), &json!("low"))
+    );
+    assert_eq!(saved["pricing"]["rows"][0]["model"], "my-model", "the id is trimmed");
+    assert_eq!(saved["pricing"]["rows"][0]["price"]["batch_discount"], 0.4);
+    let lite = &saved["pricing"]["model_price"];
+    assert_eq!(
+        (&lite["model"], &lite["price"]["input_per_million"], &lite["user"]),
+        (&json!("gemini-2.5-flash-lite"), &json!(0.1), &json!(false))
+    );
+    let file = std::fs::read_to_string(dir.path().join("config.toml")).unwrap();
+    for line in [
+        "thinking = \"low\"",
+        "max_output_tokens = 4096",
+        "temperature = 0.5",
+        "media_resolution = \"low\"",
+        "[pricing.my-model]",
+        "batch_discount = 0.4",
+        "daily_budget_usd = 3.0",
+    ] {
+        assert!(file.contains(line), "{line} in {file}");
+    }
+    let report = invoke(&webview, "usage_report", json!({})).unwrap();
+    assert_eq!(report["daily_budget_usd"], 3.0);
+    let mine = report["prices"].as_array().unwrap().iter().find(|r| r["model"] == "my-model").unwrap();
+    assert_eq!(mine["user"], true, "the pipeline prices with the saved rows");
+
+    // The user's row is the price of the model it names; a model with none is "price unknown".
+    input["gemini"]["model"] = json!("my-model");
+    let saved = invoke(&webview, "save_settings", json!({ "input": input.clone() })).unwrap();
+    assert_eq!(
+        (&saved["pricing"]["model_price"]["model"], &saved["pricing"]["model_price"]["user"]),
+        (&json!("my-model"), &json!(true))
+    );
+    input["gemini"]["model"] = json!("gemini-9-ultra");
+    let saved = invoke(&webview, "save_settings", json!({ "input": input.clone() })).unwrap();
+    assert_eq!(saved["pricing"]["model_price"], Value::Null);
+
+    // Each bad value is refused with the key it names, and nothing is saved.
+    let cases = [
+        ("/gemini/temperature", json!(2.5), "gemini.temperature"),
+        ("/gemini/max_output_tokens", json!(0), "gemini.max_output_tokens"),
+        ("/prices/0/price/input_per_million", json!(-1), "pricing.\"my-model\".input_per_million"),
+        ("/prices/0/price/batch_discount", json!(1.5), "pricing.\"my-model\".batch_discount"),
+        ("/prices/0/model", json!("  "), "pricing"),
+    ];
+    for (pointer, value, key) in cases {
+        let mut bad = input.clone();
+        *bad.pointer_mut(pointer).unwrap() = value;
+        let err = invoke(&webview, "save_settings", json!({ "input": bad })).unwrap_err();
+        assert_eq!(err["code"], "config", "{pointer}: {err}");
+        assert!(err["message"].as_str().unwrap().contains(key), "{pointer}: {err}");
+    }
+    let mut twice = input.clone();
+    let row = twice["prices"][0].clone();
+    twice["prices"].as_array_mut().unwrap().push(row);
+    let err = invoke(&webview, "save_settings", json!({ "input": twice })).unwrap_err();
+    assert!(err["message"].as_str().unwrap().contains("two price rows"), "{err}");
+    let mut unknown = input;
+    unknown["gemini"]["thinking"] = json!("lots");
+    assert!(invoke(&webview, "save_settings", json!({ "input": unknown })).is_err());
+    let after = invoke(&webview, "get_settings", json!({})).unwrap();
+    assert_eq!(after["gemini"]["model"], "gemini-9-ultra");
+    assert_eq!(after["gemini"]["temperature"], 0.5);
 }
 
 #[test]
@@ -267,7 +360,7 @@ fn breaker_snapshot_controls_and_a_resilience_change_resets_it() {
     // Saving Settings without touching the resilience sections keeps the breaker as it is...
     let settings = invoke(&webview, "get_settings", json!({})).unwrap();
     assert_eq!(settings["resilience"]["circuit_breaker"]["wait_duration_in_open_state"], "15s");
-    let mut input = json!({"gemini": settings["gemini"], "image": settings["image"], "resilience": settings["resilience"], "api_key": {"action": "keep"}});
+    let mut input = json!({"gemini": settings["gemini"], "image": settings["image"], "resilience": settings["resilience"], "prices": settings["pricing"]["rows"], "api_key": {"action": "keep"}});
     invoke(&webview, "save_settings", json!({ "input": input.clone() })).unwrap();
     assert_eq!(invoke(&webview, "resilience_snapshot", json!({})).unwrap()["breaker"]["state"], "forced_open");
 

@@ -178,8 +178,9 @@ pub struct GeminiConfig {
 }
 
 /// `[gemini] thinking`: how much the model may think before answering.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
+#[ts(export)]
 pub enum Thinking {
     /// The least the model allows: none where it can be turned off, else its smallest budget or
     /// level.
@@ -195,8 +196,9 @@ pub enum Thinking {
 }
 
 /// `[gemini] media_resolution`: how many tokens an image may cost (`generationConfig.mediaResolution`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
+#[ts(export)]
 pub enum MediaResolution {
     Low,
     Medium,

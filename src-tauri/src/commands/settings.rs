@@ -9,7 +9,7 @@ use pe_core::resilience::{ResilienceConfig, SlotPolicy};
 use pe_core::{ErrorCode, ErrorReport};
 use tauri::State;
 
-use crate::dto::{ApiKeyChange, AppStatus, ConnectionCheck, GeminiSettings, Settings, SettingsInput};
+use crate::dto::{ApiKeyChange, AppStatus, ConnectionCheck, GeminiSettings, PricingSettings, Settings, SettingsInput};
 use crate::state::AppState;
 
 pub async fn app_status(state: State<'_, AppState>) -> Result<AppStatus, ErrorReport> {
@@ -56,6 +56,7 @@ fn settings_of(state: &AppState) -> Settings {
         gemini: GeminiSettings::of(&file),
         image: file.image.clone(),
         resilience: file.resilience.clone(),
+        pricing: PricingSettings::of(&file),
         api_key: state.key_status(),
         config_path: state.paths().config_file.display().to_string(),
     }
@@ -69,7 +70,22 @@ pub fn apply_input(mut config: Config, input: SettingsInput) -> Result<Config, E
     config.gemini.timeout = duration("gemini.timeout", &g.timeout)?;
     config.gemini.connect_timeout = duration("gemini.connect_timeout", &g.connect_timeout)?;
     config.gemini.read_timeout = duration("gemini.read_timeout", &g.read_timeout)?;
+    config.gemini.thinking = g.thinking;
+    config.gemini.max_output_tokens = g.max_output_tokens;
+    config.gemini.temperature = g.temperature;
+    config.gemini.media_resolution = g.media_resolution;
     config.image = input.image;
+    // The price rows replace the user's; the daily budget stays as it is.
+    config.pricing.models.clear();
+    for row in input.prices {
+        let model = row.model.trim().to_string();
+        if config.pricing.models.insert(model.clone(), row.price).is_some() {
+            return Err(ErrorReport::new(
+                ErrorCode::Config,
+                format!("invalid setting pricing.\"{model}\": the model has two price rows; keep one"),
+            ));
+        }
+    }
     config.resilience = serde_path_to_error::deserialize::<_, ResilienceConfig>(input.resilience)
         .map_err(|e| ErrorReport::new(ErrorCode::Config, format!("invalid setting {}: {}", e.path(), e.inner())))?;
     // A key for the keyring is stored by `save_settings` once the rest is valid; here only the

@@ -2,10 +2,11 @@
 import type { GeminiSettings } from "./GeminiSettings";
 import type { ImageConfig } from "./ImageConfig";
 import type { KeyStatus } from "./KeyStatus";
+import type { PricingSettings } from "./PricingSettings";
 import type { ResilienceConfig } from "./ResilienceConfig";
 
 export type Settings = { gemini: GeminiSettings, image: ImageConfig, 
 /**
  * The resilience stack's sections; durations are humantime text.
  */
-resilience: ResilienceConfig, api_key: KeyStatus, config_path: string, };
+resilience: ResilienceConfig, pricing: PricingSettings, api_key: KeyStatus, config_path: string, };

@@ -3,10 +3,15 @@ import type { ApiKeyChange } from "./ApiKeyChange";
 import type { GeminiSettings } from "./GeminiSettings";
 import type { ImageConfig } from "./ImageConfig";
 import type { ResilienceConfig } from "./ResilienceConfig";
+import type { UserPrice } from "./UserPrice";
 
 export type SettingsInput = { gemini: GeminiSettings, image: ImageConfig, 
 /**
  * A `ResilienceConfig`, read in the command (not by IPC argument parsing) so that a bad
  * duration becomes a config error naming its key.
  */
-resilience: ResilienceConfig, api_key: ApiKeyChange, };
+resilience: ResilienceConfig, 
+/**
+ * The user's `[pricing."model"]` rows, all of them (a row left out is removed).
+ */
+prices: Array<UserPrice>, api_key: ApiKeyChange, };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Settings } from "../bindings/Settings";
-import { fieldForConfigError, formToSettingsInput, isResilienceField, settingsToForm } from "./settings";
+import { emptyPriceRow, fieldForConfigError, formToSettingsInput, isResilienceField, modelPriceText, settingsToForm } from "./settings";
 
 const settings: Settings = {
   gemini: {
@@ -9,6 +9,10 @@ const settings: Settings = {
     timeout: "1m",
     connect_timeout: "10s",
     read_timeout: "45s",
+    thinking: "off",
+    max_output_tokens: 8192,
+    temperature: null,
+    media_resolution: "model_default",
   },
   image: { max_long_edge: 1536, jpeg_quality: 85, max_file_bytes: 20_000_000, max_pixels: 50_000_000 },
   resilience: {
@@ -28,6 +32,19 @@ const settings: Settings = {
     time_limiter: { timeout_duration: "30s" },
     retry: { max_attempts: 3, wait_duration: "500ms", max_wait: "1m" },
     rate_limiter: { enabled: false, limit_for_period: 10, limit_refresh_period: "1m" },
+  },
+  pricing: {
+    rows: [
+      {
+        model: "my-tuned-model",
+        price: { input_per_million: 1.25, output_per_million: 5, cached_input_per_million: null, batch_discount: 0.5 },
+      },
+    ],
+    model_price: {
+      model: "gemini-2.5-flash",
+      price: { input_per_million: 0.3, output_per_million: 2.5, cached_input_per_million: 0.03, batch_discount: 0.5 },
+      user: false,
+    },
   },
   api_key: { configured: true, hint: "••••x9Q2", source: "keyring", keyring_problem: null },
   config_path: "/home/ann/.config/product-extractor/config.toml",
@@ -59,8 +76,72 @@ describe("settings form", () => {
       gemini: settings.gemini,
       image: settings.image,
       resilience: settings.resilience,
+      prices: settings.pricing.rows,
       api_key: { action: "keep" },
     });
+  });
+
+  it("edits thinking, output tokens, temperature and media resolution", () => {
+    const form = settingsToForm(settings);
+    expect([form.thinking, form.maxOutputTokens, form.temperature, form.mediaResolution]).toEqual([
+      "off",
+      "8192",
+      "",
+      "model_default",
+    ]);
+    const edited = {
+      ...form,
+      thinking: "low" as const,
+      maxOutputTokens: " 4096 ",
+      temperature: "0,7",
+      mediaResolution: "medium" as const,
+    };
+    const { input, errors } = formToSettingsInput(edited);
+    expect(errors).toEqual({});
+    expect(input.gemini).toMatchObject({ thinking: "low", max_output_tokens: 4096, temperature: 0.7, media_resolution: "medium" });
+    // An empty temperature is the default, not 0.
+    expect(formToSettingsInput({ ...edited, temperature: " " }).input.gemini.temperature).toBeNull();
+    const bad = formToSettingsInput({ ...edited, maxOutputTokens: "0", temperature: "2.5" }).errors;
+    expect(Object.keys(bad).sort()).toEqual(["maxOutputTokens", "temperature"]);
+    expect(bad.temperature).toBe("Temperature must be a number from 0 to 2, or empty for the default");
+  });
+
+  it("edits, adds and removes price rows, and checks each", () => {
+    const form = settingsToForm(settings);
+    expect(form.prices).toEqual([{ model: "my-tuned-model", input: "1.25", output: "5", cached: "", batchDiscount: "0.5" }]);
+    const added = { ...emptyPriceRow(), model: " gemini-2.5-flash-lite ", input: "0.12", output: "0.5", cached: "0.012" };
+    const { input, errors } = formToSettingsInput({ ...form, prices: [...form.prices, added] });
+    expect(errors).toEqual({});
+    expect(input.prices).toEqual([
+      settings.pricing.rows[0],
+      {
+        model: "gemini-2.5-flash-lite",
+        price: { input_per_million: 0.12, output_per_million: 0.5, cached_input_per_million: 0.012, batch_discount: 0.5 },
+      },
+    ]);
+    // Removing every row sends none (the backend drops the user's rows).
+    expect(formToSettingsInput({ ...form, prices: [] }).input.prices).toEqual([]);
+
+    const problem = (row: Partial<typeof added>, rows = form.prices) =>
+      formToSettingsInput({ ...form, prices: [...rows, { ...added, ...row }] }).errors.prices;
+    expect(problem({ model: "  " })).toBe("Price row 2: the model id is required");
+    expect(problem({ model: "my-tuned-model" })).toBe("Price row 2 (my-tuned-model): this model already has a row");
+    expect(problem({ input: "" })).toBe(
+      "Price row 2 (gemini-2.5-flash-lite): the input price must be between 0 and 1000 dollars per million tokens",
+    );
+    expect(problem({ output: "-1" })).toMatch(/the output price must be/);
+    expect(problem({ cached: "abc" })).toMatch(/the cached input price must be/);
+    expect(problem({ batchDiscount: "1.5" })).toBe(
+      "Price row 2 (gemini-2.5-flash-lite): the batch discount must be a factor from 0 to 1 (0.5: half price)",
+    );
+    expect(problem({})).toBeUndefined();
+  });
+
+  it("says the configured model's price, or that it is unknown", () => {
+    expect(modelPriceText(settings.pricing)).toBe(
+      "$0.30 in / $2.50 out per million tokens (gemini-2.5-flash, list price; batch × 0.5)",
+    );
+    expect(modelPriceText({ ...settings.pricing, model_price: null })).toBe("price unknown");
   });
 
   it("edits every resilience setting", () => {
@@ -190,5 +271,14 @@ describe("settings form", () => {
     // Keys other sections share a word with match only with their section.
     expect(fieldForConfigError("the rate limiter is enabled")).toBeNull();
     expect(fieldForConfigError("invalid setting gemini.timeout: must be longer than zero")).toBe("timeout");
+  });
+
+  it("finds the Gemini request and price fields a config error names", () => {
+    expect(fieldForConfigError("invalid setting gemini.max_output_tokens: must be more than zero")).toBe("maxOutputTokens");
+    expect(fieldForConfigError("invalid setting gemini.temperature: must be between 0 and 2")).toBe("temperature");
+    expect(fieldForConfigError('invalid setting pricing."my-model".input_per_million: must be between 0 and 1000 dollars')).toBe(
+      "prices",
+    );
+    expect(fieldForConfigError("invalid setting pricing: a model id is required")).toBe("prices");
   });
 });

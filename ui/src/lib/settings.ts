@@ -1,9 +1,24 @@
 // The Settings form edits friendly units (MB, megapixels); the backend takes bytes and pixels.
 import type { ApiKeyChange } from "../bindings/ApiKeyChange";
+import type { MediaResolution } from "../bindings/MediaResolution";
+import type { PricingSettings } from "../bindings/PricingSettings";
 import type { Settings } from "../bindings/Settings";
 import type { SettingsInput } from "../bindings/SettingsInput";
 import type { SlidingWindowType } from "../bindings/SlidingWindowType";
+import type { Thinking } from "../bindings/Thinking";
+import type { UserPrice } from "../bindings/UserPrice";
+import { formatUsd } from "./cost";
 import { parseDecimal } from "./form";
+
+/** One `[pricing."model"]` row as the form edits it: dollars per million tokens, as text. */
+export interface PriceRowForm {
+  model: string;
+  input: string;
+  output: string;
+  /** Empty: the input price. */
+  cached: string;
+  batchDiscount: string;
+}
 
 export interface SettingsForm {
   apiKey: string;
@@ -14,6 +29,12 @@ export interface SettingsForm {
   timeout: string;
   connectTimeout: string;
   readTimeout: string;
+  thinking: Thinking;
+  maxOutputTokens: string;
+  /** Empty: the default (0.2, or the model's own on Gemini 3). */
+  temperature: string;
+  mediaResolution: MediaResolution;
+  prices: PriceRowForm[];
   maxLongEdge: string;
   jpegQuality: string;
   maxFileMb: string;
@@ -57,6 +78,11 @@ export function settingsToForm(s: Settings): SettingsForm {
     timeout: s.gemini.timeout,
     connectTimeout: s.gemini.connect_timeout,
     readTimeout: s.gemini.read_timeout,
+    thinking: s.gemini.thinking,
+    maxOutputTokens: String(s.gemini.max_output_tokens),
+    temperature: s.gemini.temperature === null ? "" : String(s.gemini.temperature),
+    mediaResolution: s.gemini.media_resolution,
+    prices: s.pricing.rows.map(priceRowToForm),
     maxLongEdge: String(s.image.max_long_edge),
     jpegQuality: String(s.image.jpeg_quality),
     maxFileMb: trimNumber(s.image.max_file_bytes / 1_000_000),
@@ -124,6 +150,17 @@ function percent(text: string, errors: FormErrors, field: SettingsField, what: s
   return n;
 }
 
+/** Empty: the default; else 0 to 2, as Gemini takes it. */
+function temperature(text: string, errors: FormErrors): number | null {
+  if (text.trim() === "") return null;
+  const n = parseDecimal(text);
+  if (n === null || Number.isNaN(n) || n < 0 || n > 2) {
+    errors.temperature = "Temperature must be a number from 0 to 2, or empty for the default";
+    return null;
+  }
+  return n;
+}
+
 /**
  * Only the shape of a humantime duration ("15s", "1m 30s", "500ms", "1.5s", "0"); the backend
  * checks the units. A resilience duration it cannot parse is refused before the command runs, with
@@ -136,6 +173,67 @@ function duration(text: string, errors: FormErrors, field: SettingsField, what: 
   if (t === "") errors[field] = `${what} is required`;
   else if (!DURATION_SHAPE.test(t)) errors[field] = `${what} must be a duration like 15s, 1m 30s or 500ms`;
   return t;
+}
+
+export function priceRowToForm(row: UserPrice): PriceRowForm {
+  const p = row.price;
+  const text = (n: number | null | undefined) => (n === null || n === undefined ? "" : String(n));
+  return {
+    model: row.model,
+    input: text(p.input_per_million),
+    output: text(p.output_per_million),
+    cached: text(p.cached_input_per_million),
+    batchDiscount: text(p.batch_discount),
+  };
+}
+
+/** A new row: list-price-like defaults are not guessed; the batch discount is the Batch API's half. */
+export function emptyPriceRow(): PriceRowForm {
+  return { model: "", input: "", output: "", cached: "", batchDiscount: "0.5" };
+}
+
+/** The price rows, or the first problem with them (the row and the value it is about). */
+function priceRows(rows: PriceRowForm[], errors: FormErrors): UserPrice[] {
+  const seen = new Set<string>();
+  const out: UserPrice[] = [];
+  const problem = (i: number, row: PriceRowForm, text: string) => {
+    errors.prices ??= `Price row ${i + 1}${row.model.trim() ? ` (${row.model.trim()})` : ""}: ${text}`;
+  };
+  rows.forEach((row, i) => {
+    const model = row.model.trim();
+    if (model === "") problem(i, row, "the model id is required");
+    else if (seen.has(model)) problem(i, row, "this model already has a row");
+    seen.add(model);
+    const dollars = (text: string, what: string): number => {
+      const n = parseDecimal(text);
+      if (n === null || Number.isNaN(n) || n < 0 || n > 1000) {
+        problem(i, row, `${what} must be between 0 and 1000 dollars per million tokens`);
+        return 0;
+      }
+      return n;
+    };
+    const input_per_million = dollars(row.input, "the input price");
+    const output_per_million = dollars(row.output, "the output price");
+    const cached_input_per_million = row.cached.trim() === "" ? null : dollars(row.cached, "the cached input price");
+    const discount = parseDecimal(row.batchDiscount);
+    if (discount === null || Number.isNaN(discount) || discount < 0 || discount > 1) {
+      problem(i, row, "the batch discount must be a factor from 0 to 1 (0.5: half price)");
+    }
+    out.push({
+      model,
+      price: { input_per_million, output_per_million, cached_input_per_million, batch_discount: discount ?? 0 },
+    });
+  });
+  return out;
+}
+
+/** What the configured model's calls cost, as Settings says it; "price unknown" without a row. */
+export function modelPriceText(pricing: PricingSettings): string {
+  const row = pricing.model_price;
+  if (!row) return "price unknown";
+  const p = row.price;
+  const source = row.user ? "your row" : "list price";
+  return `${formatUsd(p.input_per_million)} in / ${formatUsd(p.output_per_million)} out per million tokens (${row.model}, ${source}; batch × ${p.batch_discount})`;
 }
 
 /** Builds the save_settings input, or the per-field problems found before sending it. */
@@ -158,6 +256,10 @@ export function formToSettingsInput(
       timeout: required("timeout", form.timeout, "Timeout"),
       connect_timeout: required("connectTimeout", form.connectTimeout, "Connect timeout"),
       read_timeout: required("readTimeout", form.readTimeout, "Read timeout"),
+      thinking: form.thinking,
+      max_output_tokens: count(form.maxOutputTokens, errors, "maxOutputTokens", "Max output tokens"),
+      temperature: temperature(form.temperature, errors),
+      media_resolution: form.mediaResolution,
     },
     image: {
       max_long_edge: integer(form.maxLongEdge, 64, 8192, errors, "maxLongEdge", "Max long edge"),
@@ -211,6 +313,7 @@ export function formToSettingsInput(
         limit_refresh_period: duration(form.rateLimiterRefreshPeriod, errors, "rateLimiterRefreshPeriod", "Refresh period"),
       },
     },
+    prices: priceRows(form.prices, errors),
     api_key,
   };
   return { input, errors };
@@ -257,6 +360,11 @@ const CONFIG_KEYS: [string, SettingsField][] = (
     ...RESILIENCE_KEYS.filter(([key]) => key.startsWith("circuit_breaker.")).map(
       ([key, field]): [string, SettingsField] => [key.slice("circuit_breaker.".length), field],
     ),
+    ["thinking", "thinking"],
+    ["max_output_tokens", "maxOutputTokens"],
+    ["temperature", "temperature"],
+    ["media_resolution", "mediaResolution"],
+    ["pricing", "prices"],
     ["connect_timeout", "connectTimeout"],
     ["read_timeout", "readTimeout"],
     ["timeout", "timeout"],
