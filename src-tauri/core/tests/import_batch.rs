@@ -74,6 +74,16 @@ async fn rows(queue: &ImportQueue) -> Vec<ImportRow> {
     queue.items(0, 10_000, None).await.unwrap().rows
 }
 
+/// Attempts marked as a batch's (priced at the batch rate).
+async fn batch_attempts(catalog: &Catalog) -> i64 {
+    catalog
+        .with_connection(|c| {
+            Ok(c.query_row("SELECT count(*) FROM attempts WHERE batch_name LIKE 'batches/%'", [], |r| r.get(0))?)
+        })
+        .await
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_batch_import_goes_through_pending_running_succeeded_and_one_item_error_fails_alone() {
     let s = Setup::new().await;
@@ -114,14 +124,55 @@ async fn a_batch_import_goes_through_pending_running_succeeded_and_one_item_erro
     assert_eq!((info.state, info.requests), (BatchPhase::Succeeded, 6));
     assert!(info.name.as_deref().unwrap().starts_with("batches/") && info.submitted_at.is_some());
     // Every attempt is marked as the batch's (priced at the batch rate).
-    let marked: i64 = s
-        .catalog
-        .with_connection(|c| {
-            Ok(c.query_row("SELECT count(*) FROM attempts WHERE batch_name LIKE 'batches/%'", [], |r| r.get(0))?)
-        })
-        .await
-        .unwrap();
+    let marked = batch_attempts(&s.catalog).await;
     assert_eq!(marked, 6);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_transient_item_error_joins_the_next_chunk_and_a_permanent_one_fails_alone() {
+    let s = Setup::new().await;
+    // The first batch's six requests: two transient errors of their own (503, 500), one
+    // permanent (400), three products. The next chunk answers the two again.
+    for b in [
+        Behavior::Product,
+        Behavior::Unavailable,
+        Behavior::Internal,
+        Behavior::Product,
+        Behavior::InvalidImage,
+        Behavior::Product,
+    ] {
+        s.fake.push(b);
+    }
+    let queue = s.open(100).await;
+    queue.enqueue(vec![s.photos(6, 700)], batch()).await.unwrap();
+    let p = settled(&queue).await;
+    assert_eq!((p.counts.ready, p.counts.failed, p.counts.queued, p.counts.submitted), (5, 1, 0, 0), "{p:?}");
+    assert_eq!(s.fake.batch_submissions(), (2, 8), "six requests, then the two transient ones again");
+    assert_eq!(s.fake.generate_count(), 0);
+    let rows = rows(&queue).await;
+    let mut attempts: Vec<u32> = rows.iter().map(|r| r.attempts).collect();
+    attempts.sort();
+    assert_eq!(attempts, [1, 1, 1, 1, 2, 2], "the retried items count both their batches' attempts");
+    let failed = rows.iter().find(|r| r.state == ItemState::Failed).unwrap();
+    assert_eq!((failed.attempts, failed.last_error.as_ref().unwrap().code), (1, ErrorCode::GeminiBadRequest));
+    // Every answer, the errors included, is in the audit trail as its batch's.
+    let marked = batch_attempts(&s.catalog).await;
+    assert_eq!(marked, 8);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_transient_item_error_fails_the_item_at_the_attempt_limit() {
+    let s = Setup::new().await;
+    for _ in 0..3 {
+        s.fake.push(Behavior::Unavailable);
+    }
+    let queue = s.open(100).await;
+    queue.enqueue(vec![s.photos(1, 800)], batch()).await.unwrap();
+    let p = settled(&queue).await;
+    assert_eq!((p.counts.ready, p.counts.failed), (0, 1), "{p:?}");
+    assert_eq!(s.fake.batch_submissions(), (3, 3), "one batch per attempt, max_attempts_per_item = 3");
+    let row = rows(&queue).await.remove(0);
+    assert_eq!((row.attempts, row.last_error.unwrap().code), (3, ErrorCode::GeminiUnavailable));
 }
 
 #[tokio::test(flavor = "multi_thread")]

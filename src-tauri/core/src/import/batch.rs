@@ -17,7 +17,9 @@
 //! 3. Polling: every open batch is looked at each `poll_interval` (doubling, up to ten times,
 //!    while the polls fail). Once it succeeded, each inlined response is mapped by its key into
 //!    the same `ready`/`failed` outcome a direct call gives (`GeminiCall::into_outcome`); an item's
-//!    own error fails only that item; the attempt is marked with the batch's name (batch price).
+//!    own error concerns only that item: a transient one (`item::failed_batch_item`) puts it back
+//!    to `queued` for the next chunk, any other fails it; the attempt is marked with the batch's
+//!    name (batch price).
 //!    A failed, cancelled or expired batch puts its unfinished items back to `queued`, with the
 //!    reason.
 //!
@@ -29,7 +31,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use super::item::failed_item;
+use super::item::{failed_batch_item, failed_item};
 use super::records::{BatchPhase, ItemId, ItemState};
 use super::shared::{lock, Shared};
 use super::store::{self, Finish, OpenBatch};
@@ -499,11 +501,12 @@ async fn settle(shared: &Arc<Shared>, open: &OpenBatch, status: BatchStatus) -> 
                     batch_name: Some(open.name.clone()),
                 }
             }
-            // The item's own error in the batch fails only this item.
+            // The item's own error in the batch concerns only this item: a transient one sends
+            // it again in the next chunk, any other fails it.
             GeminiOutcome::Failed { attempt, error } => Finish {
                 id: item.id,
                 from: ItemState::Submitted,
-                to: ItemState::Failed,
+                to: failed_batch_item(shared, item.attempts, &error),
                 attempt,
                 count_attempt: true,
                 proposal: None,
@@ -512,7 +515,9 @@ async fn settle(shared: &Arc<Shared>, open: &OpenBatch, status: BatchStatus) -> 
             },
         };
         let (id, to) = (finish.id, finish.to);
-        shared.record_finished();
+        if to != ItemState::Queued {
+            shared.record_finished();
+        }
         let counted = shared.counted(move |conn| store::finish(conn, &finish, now)).await?;
         if counted.value {
             shared.item_changed(id, to, &counted);
@@ -524,6 +529,8 @@ async fn settle(shared: &Arc<Shared>, open: &OpenBatch, status: BatchStatus) -> 
         .counted(move |conn| store::batch_ended(conn, batch, BatchPhase::Succeeded, None, true, max, now))
         .await?;
     announce(shared, &counted);
+    // Items back in `queued` (a transient error of their own, or no answer) join the next chunk.
+    shared.kick();
     Ok(())
 }
 

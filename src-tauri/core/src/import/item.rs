@@ -322,6 +322,18 @@ pub(crate) fn failed_item(shared: &Shared, attempts: u32, error: &ExtractError) 
     }
 }
 
+/// Where an item goes after its own error among a succeeded batch's results (having had
+/// `attempts` before); the attempt always counts. A transient error — the service's (500, 503,
+/// 504, a timeout) or a per-request quota — puts it back to `queued`, to join the next chunk,
+/// until it reaches `max_attempts_per_item`; any other error fails this item only. The queue is
+/// never held: the batch as a whole was answered.
+pub(crate) fn failed_batch_item(shared: &Shared, attempts: u32, error: &ExtractError) -> ItemState {
+    match classify(error) {
+        Fault::Service | Fault::Quota(_) if attempts + 1 < shared.options.max_attempts_per_item => ItemState::Queued,
+        _ => ItemState::Failed,
+    }
+}
+
 fn finish_error(error: &ExtractError, attempt: Option<crate::catalog::NewAttempt>, count_attempt: bool) -> Finish {
     Finish {
         id: 0,

@@ -529,7 +529,8 @@ pub(crate) fn finish(conn: &mut Connection, f: &Finish, now: i64) -> Result<bool
              flag_count = CASE WHEN ?3 = 'ready' THEN ?8 ELSE flag_count END,
              error_code = ?9,
              error_message = ?10,
-             updated_at = ?11
+             updated_at = ?11,
+             batch_id = CASE WHEN ?3 = 'queued' THEN NULL ELSE batch_id END
          WHERE id = ?1 AND state = ?2",
         params![
             f.id,
@@ -999,6 +1000,8 @@ pub(crate) struct OpenBatch {
 pub(crate) struct BatchItem {
     pub id: ItemId,
     pub photo_id: PhotoId,
+    /// Attempts counted before this batch's.
+    pub attempts: u32,
 }
 
 /// Before the create call: a `submitting` batch named `display_name`, linked to those of `items`
@@ -1125,9 +1128,10 @@ pub(crate) fn batch_polled(conn: &mut Connection, batch: i64, phase: BatchPhase,
 /// The items still waiting in a batch.
 pub(crate) fn batch_items(conn: &mut Connection, batch: i64) -> Result<Vec<BatchItem>, ImportError> {
     let mut stmt = conn.prepare_cached(
-        "SELECT id, photo_id FROM import_items WHERE batch_id = ?1 AND state = 'submitted' ORDER BY id",
+        "SELECT id, photo_id, attempts FROM import_items WHERE batch_id = ?1 AND state = 'submitted' ORDER BY id",
     )?;
-    let rows = stmt.query_map([batch], |r| Ok(BatchItem { id: r.get(0)?, photo_id: r.get(1)? }))?;
+    let rows =
+        stmt.query_map([batch], |r| Ok(BatchItem { id: r.get(0)?, photo_id: r.get(1)?, attempts: r.get(2)? }))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
