@@ -7,7 +7,6 @@ use std::process::{Command, Output};
 
 use base64::Engine as _;
 use fake_gemini::{FakeGemini, FakeOptions};
-use serde_json::Value;
 
 const KEY: &str = "AIzaPRIVACY-test-key-9d41";
 /// Stands for anything the original file carries besides its pixels (GPS position, camera
