@@ -612,3 +612,86 @@ fn products_on_disk(data_dir: &Path) -> serde_json::Value {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
+
+/// The app itself, without a WebDriver, killed when dropped.
+struct App(Child);
+
+impl Drop for App {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn app_command(data_dir: &Path, env: &[(&str, &str)]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_product-extractor"));
+    command
+        .env("PRODUCT_EXTRACTOR_DATA_DIR", data_dir)
+        .env("PRODUCT_EXTRACTOR_KEYRING_SERVICE", format!("product-extractor-test:{}", data_dir.display()))
+        .env_remove("GEMINI_API_KEY")
+        .env_remove("GEMINI_BASE_URL")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command
+}
+
+/// The names on the session bus (the single-instance plugin registers one per data dir).
+fn session_bus_names() -> String {
+    let out = Command::new("dbus-send")
+        .args(["--session", "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus"])
+        .arg("org.freedesktop.DBus.ListNames")
+        .output()
+        .expect("dbus-send (Debian's dbus package) lists the session bus names");
+    assert!(out.status.success(), "no session bus: run under scripts/with-keyring: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// "Open with" on a running app: the second launch hands its photo to the first window, which
+/// queues and extracts it, and exits at once; a launch on another data dir is its own instance.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a display and a session bus: make test-e2e"]
+async fn a_second_launch_hands_its_photos_to_the_running_window_and_exits() {
+    use fake_gemini::{FakeGemini, FakeOptions};
+    let fake = FakeGemini::start(FakeOptions::default()).await.unwrap();
+    let base_url = fake.base_url();
+    let env = [("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", base_url.as_str())];
+    let data_dir = tempfile::tempdir().unwrap();
+    let _first = App(app_command(data_dir.path(), &env).spawn().unwrap());
+
+    let id = product_extractor_lib::instance_id(data_dir.path());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !session_bus_names().contains(&id) {
+        assert!(Instant::now() < deadline, "the first window never registered {id} on the session bus");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/product.jpg");
+    let mut second = App(app_command(data_dir.path(), &env).arg(&fixture).spawn().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = second.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the second launch did not hand over and exit");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success(), "{status:?}");
+
+    // The running window queued the photo and extracted it: one call at Gemini.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while fake.generate_count() < 1 {
+        assert!(Instant::now() < deadline, "the handed-over photo was never extracted");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(fake.generate_count(), 1);
+    drop(second);
+
+    // Another data dir is another catalog: its own window, which stays up.
+    let other = tempfile::tempdir().unwrap();
+    let mut third = App(app_command(other.path(), &env).spawn().unwrap());
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(third.0.try_wait().unwrap().is_none(), "a launch on another data dir exited instead of opening");
+}

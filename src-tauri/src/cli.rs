@@ -202,7 +202,14 @@ pub fn run(global: &Global, command: Command) -> i32 {
         Ok(rt) => rt,
         Err(e) => return usage_error(&format!("cannot start the async runtime: {e}")),
     };
-    let state = match AppState::open(paths, process_env()) {
+    // Upgrading an existing catalog can take a while (minutes for a large one): say so on stderr,
+    // so a script's log shows why nothing else happens yet.
+    let mut tell = |step: &pe_core::catalog::MigrationStep| {
+        if step.from > 0 {
+            eprintln!("Updating the catalog from version {} to {}: {step}…", step.from, step.to);
+        }
+    };
+    let state = match AppState::open_with_progress(paths, process_env(), &mut tell) {
         Ok(state) => state,
         Err(e) => return usage_error(&e.message),
     };

@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use fake_gemini::{Behavior, FakeGemini, FakeOptions};
-use pe_core::catalog::Catalog;
+use pe_core::catalog::{Catalog, MigrationStep};
 use pe_core::config::{ApiKey, Config, KeyStorage, ENV_API_KEY};
 use pe_core::gemini::GeminiClient;
 use pe_core::import::{ImportOptions, ImportQueue};
@@ -104,14 +104,33 @@ impl AppState {
     /// Loads the config, opens the catalog and builds the pipeline. A missing API key is fine:
     /// the window opens and says how to add one.
     pub fn open(paths: Paths, env: Env) -> Result<Self, ErrorReport> {
-        Self::open_with_clock(paths, env, system_clock())
+        Self::open_with_progress(paths, env, &mut |_| {})
+    }
+
+    /// [`AppState::open`], telling `on_step` before each catalog migration runs (an upgrade of a
+    /// large catalog can take a while: the window shows a progress window, the CLI a line).
+    pub fn open_with_progress(
+        paths: Paths,
+        env: Env,
+        on_step: &mut dyn FnMut(&MigrationStep),
+    ) -> Result<Self, ErrorReport> {
+        Self::open_inner(paths, env, system_clock(), on_step)
     }
 
     pub fn open_with_clock(paths: Paths, env: Env, clock: UnixClock) -> Result<Self, ErrorReport> {
+        Self::open_inner(paths, env, clock, &mut |_| {})
+    }
+
+    fn open_inner(
+        paths: Paths,
+        env: Env,
+        clock: UnixClock,
+        on_step: &mut dyn FnMut(&MigrationStep),
+    ) -> Result<Self, ErrorReport> {
         let mut file_config = Config::load(&paths.config_file, |_| None)?;
         let keyring = Keyring::from_env(&*env);
         let keyring_state = read_keyring(&keyring, &mut file_config, &paths.config_file, &*env);
-        let catalog = Catalog::open(&paths.database)?;
+        let catalog = Catalog::open_with(&paths.database, on_step)?;
         let stack = ResilienceStack::new(STACK_NAME, file_config.resilience.clone())?;
         let live = Live::build(file_config, &*env, keyring_state.key.as_ref(), None, &catalog, &stack, &clock)?;
         Ok(Self {

@@ -4,7 +4,8 @@
 //! `cargo bench -p product-extractor-core --bench catalog` (add `-- --products 20000` for a
 //! quicker, smaller run, `-- --keep <dir>` to build the catalog in `<dir>` and leave it there, or
 //! measure the one kept there before; `-- --migration` also times migrating the same catalog from
-//! schema version 2, as the first start of this version does)
+//! schema version 2, as the first start of this version does; `-- --write-v2 <file>` only writes
+//! that schema-2 catalog to `<file>` and exits: `make bench-startup` opens it in the window)
 //!
 //! It builds a catalog file in a temporary directory the way the app leaves one after 100,000
 //! reviews, through [`Catalog::with_connection`] (plain SQL in transactions of 10,000 products;
@@ -59,8 +60,9 @@ const EXPORT_S: f64 = 2.0;
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     // `cargo bench` passes `--bench`; a filter that does not match "catalog" skips us.
-    let is_option_value =
-        |i: usize| matches!(args.get(i.wrapping_sub(1)).map(String::as_str), Some("--keep" | "--products"));
+    let is_option_value = |i: usize| {
+        matches!(args.get(i.wrapping_sub(1)).map(String::as_str), Some("--keep" | "--products" | "--write-v2"))
+    };
     if let Some((_, filter)) =
         args.iter().enumerate().skip(1).find(|(i, a)| !a.starts_with('-') && !is_option_value(*i))
     {
@@ -76,6 +78,12 @@ fn main() {
         .unwrap_or(DEFAULT_PRODUCTS);
     let keep = args.iter().position(|a| a == "--keep").and_then(|i| args.get(i + 1)).map(PathBuf::from);
     let migration = args.iter().any(|a| a == "--migration");
+    if let Some(file) = args.iter().position(|a| a == "--write-v2").and_then(|i| args.get(i + 1)) {
+        let rows = products_to_save(products).0;
+        write_v2(Path::new(file), &rows);
+        println!("wrote {products} products at schema 2 to {file}");
+        return;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     let passed = runtime.block_on(run(products, keep, migration));
     std::process::exit(if passed { 0 } else { 1 });
@@ -796,11 +804,7 @@ fn insert_rows(conn: &mut Connection, rows: &[(Product, Product)], version: u32)
 /// migrating it.
 fn time_migration(dir: &Path, rows: &[(Product, Product)]) -> Row {
     let path = dir.join("catalog-v2.sqlite3");
-    let mut conn = Connection::open(&path).unwrap();
-    conn.pragma_update(None, "journal_mode", "WAL").unwrap();
-    migrations::apply(&mut conn, &MIGRATIONS[..2]).unwrap();
-    insert_rows(&mut conn, rows, 2).unwrap();
-    drop(conn);
+    write_v2(&path, rows);
     let before = std::fs::metadata(&path).unwrap().len();
     let t = Instant::now();
     let catalog = Catalog::open(&path).expect("migrate");
@@ -817,6 +821,14 @@ fn time_migration(dir: &Path, rows: &[(Product, Product)]) -> Row {
             after as f64 / 1e6
         ),
     }
+}
+
+/// The catalog of `rows` as schema version 2 (before revisions) wrote it.
+fn write_v2(path: &Path, rows: &[(Product, Product)]) {
+    let mut conn = Connection::open(path).unwrap();
+    conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+    migrations::apply(&mut conn, &MIGRATIONS[..2]).unwrap();
+    insert_rows(&mut conn, rows, 2).unwrap();
 }
 
 /// `n` queries of 1–3 terms, each a 2–6 character prefix of a generated word.

@@ -253,3 +253,35 @@ async fn a_catalog_from_every_earlier_version_opens_with_its_data_intact() {
         assert!(catalog.search_products("honey", 0, 10).await.unwrap().is_empty(), "from {from}");
     }
 }
+
+/// Opening an older file tells each pending migration before it runs (the window shows a progress
+/// window when they take more than a moment); a new file counts from version 0.
+#[tokio::test]
+async fn opening_tells_each_pending_migration_in_order() {
+    let earlier = &EARLIER[1];
+    let dir = tempfile::tempdir().unwrap();
+    let path = earlier_file(dir.path(), earlier);
+    let mut steps = Vec::new();
+    let catalog = Catalog::open_with(&path, &mut |step| steps.push(step.clone())).unwrap();
+    assert_eq!(catalog.schema_version().await.unwrap(), SCHEMA_VERSION);
+    let pending: Vec<_> = MIGRATIONS.iter().filter(|m| m.version > earlier.version).collect();
+    assert!(!pending.is_empty());
+    let told: Vec<_> = steps.iter().map(|s| (s.from, s.to, s.index, s.count, s.name)).collect();
+    let expected: Vec<_> = pending
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (earlier.version, SCHEMA_VERSION, i + 1, pending.len(), m.name))
+        .collect();
+    assert_eq!(told, expected);
+    assert_eq!(steps[0].to_string(), format!("step 1 of {} ({})", pending.len(), pending[0].name));
+    drop(catalog);
+
+    // Opened again: nothing to do, nothing told.
+    let mut again = Vec::new();
+    Catalog::open_with(&path, &mut |step| again.push(step.clone())).unwrap();
+    assert!(again.is_empty(), "{again:?}");
+
+    let mut fresh = Vec::new();
+    Catalog::open_with(&dir.path().join("new.sqlite3"), &mut |step| fresh.push(step.from)).unwrap();
+    assert_eq!(fresh, vec![0; MIGRATIONS.len()]);
+}

@@ -475,7 +475,13 @@ async fn concurrent_calls_share_one_client() {
 
 #[tokio::test]
 async fn invalid_settings_are_config_errors() {
-    for (base, model) in [("not a url", MODEL), ("ftp://127.0.0.1", MODEL), ("http://127.0.0.1:1", "a/b")] {
+    for (base, model) in [
+        ("not a url", MODEL),
+        ("ftp://127.0.0.1", MODEL),
+        ("http://127.0.0.1:1", "a/b"),
+        ("http://generativelanguage.googleapis.com", MODEL),
+        ("http://10.0.0.7:8080", MODEL),
+    ] {
         let mut cfg = config(base);
         cfg.model = model.into();
         let e = GeminiClient::new(&cfg).unwrap_err();

@@ -37,7 +37,9 @@ pub async fn extract_photos(state: State<'_, AppState>, paths: Vec<String>) -> R
 /// The interactive items not saved or discarded yet (waiting, in progress, ready for review,
 /// failed), oldest first: the Extract view's cards after a restart.
 pub async fn extract_pending(state: State<'_, AppState>) -> Result<Vec<ImportRow>, ErrorReport> {
-    Ok(state.import_queue().await?.interactive_open().await?)
+    let rows = state.import_queue().await?.interactive_open().await?;
+    crate::mark_interactive();
+    Ok(rows)
 }
 
 pub async fn validate_product(product: Product) -> Result<Vec<FieldFlag>, ErrorReport> {

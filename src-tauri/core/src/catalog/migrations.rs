@@ -39,16 +39,53 @@ pub fn schema_version(conn: &Connection) -> rusqlite::Result<u32> {
     conn.pragma_query_value(None, "user_version", |row| row.get(0))
 }
 
+/// A migration about to run, told to whoever waits for the catalog to open (a long one shows the
+/// window's progress window, or a line from the CLI).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigrationStep {
+    /// The file's version when it was opened: 0 for a new file (creating one is instant).
+    pub from: u32,
+    /// The version this build brings it to.
+    pub to: u32,
+    /// This step: 1-based, of `count`.
+    pub index: usize,
+    pub count: usize,
+    pub name: &'static str,
+}
+
+impl std::fmt::Display for MigrationStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "step {} of {} ({})", self.index, self.count, self.name)
+    }
+}
+
 /// Applies the migrations the file does not have yet, in order, each in its own transaction.
 /// Returns the versions applied. Refuses a file newer than `migrations` knows.
 pub fn apply(conn: &mut Connection, migrations: &[Migration]) -> Result<Vec<u32>, CatalogError> {
+    apply_with(conn, migrations, &mut |_| {})
+}
+
+/// [`apply`], telling `on_step` before each migration runs.
+pub fn apply_with(
+    conn: &mut Connection,
+    migrations: &[Migration],
+    on_step: &mut dyn FnMut(&MigrationStep),
+) -> Result<Vec<u32>, CatalogError> {
     let supported = migrations.last().map_or(0, |m| m.version);
     let found = schema_version(conn)?;
     if found > supported {
         return Err(CatalogError::SchemaTooNew { found, supported });
     }
     let mut applied = Vec::new();
-    for migration in migrations.iter().filter(|m| m.version > found) {
+    let pending: Vec<&Migration> = migrations.iter().filter(|m| m.version > found).collect();
+    for (i, migration) in pending.iter().enumerate() {
+        on_step(&MigrationStep {
+            from: found,
+            to: supported,
+            index: i + 1,
+            count: pending.len(),
+            name: migration.name,
+        });
         let failed = |source| CatalogError::Migration { version: migration.version, name: migration.name, source };
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(failed)?;
         // Another process may have migrated between our first read and taking the write lock.

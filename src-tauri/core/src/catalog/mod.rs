@@ -86,7 +86,7 @@ pub use backup::SAFETY_BACKUP_DIR;
 pub use error::CatalogError;
 pub use export::{ExportError, ExportFormat, ExportSummary, ExportedProduct};
 pub use listing::RANKED_MATCHES;
-pub use migrations::SCHEMA_VERSION;
+pub use migrations::{MigrationStep, SCHEMA_VERSION};
 pub use records::*;
 pub use usage::{CostTotal, MeasuredCall, UsageDay, MEASURED_CALLS};
 
@@ -139,13 +139,22 @@ impl Catalog {
     ///
     /// This blocks on disk I/O: call it at startup or from `spawn_blocking`, not on a tokio worker.
     pub fn open(path: &Path) -> Result<Catalog, CatalogError> {
+        Self::open_with(path, &mut |_| {})
+    }
+
+    /// [`Catalog::open`], telling `on_step` before each pending migration runs (see
+    /// [`migrations::MigrationStep`]), so a long upgrade can show its progress.
+    pub fn open_with(
+        path: &Path,
+        on_step: &mut dyn FnMut(&migrations::MigrationStep),
+    ) -> Result<Catalog, CatalogError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| CatalogError::CreateDir { path: dir.into(), source })?;
         }
         let open_error = |source| CatalogError::Open { path: path.into(), source };
         let mut conn = Connection::open(path).map_err(open_error)?;
         configure(&conn).map_err(open_error)?;
-        let applied = migrations::apply(&mut conn, migrations::MIGRATIONS)?;
+        let applied = migrations::apply_with(&mut conn, migrations::MIGRATIONS, on_step)?;
         tracing::info!(path = %path.display(), ?applied, version = SCHEMA_VERSION, "catalog open");
         let jobs = db_thread::spawn(conn).map_err(CatalogError::Spawn)?;
         Ok(Catalog { shared: Arc::new(Shared { jobs, path: path.into() }) })

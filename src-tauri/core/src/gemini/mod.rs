@@ -184,6 +184,17 @@ impl RawAnswer {
     }
 }
 
+/// The URL's host is this machine: `localhost`, 127.0.0.0/8 or `[::1]`.
+fn is_loopback(url: &reqwest::Url) -> bool {
+    let host = url.host_str().unwrap_or_default();
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 impl GeminiClient {
     /// Builds the client. No network traffic; a missing key is only reported when calling.
     pub fn new(cfg: &GeminiConfig) -> Result<Self, GeminiError> {
@@ -194,6 +205,16 @@ impl GeminiClient {
         if !matches!(parsed.scheme(), "http" | "https") || parsed.query().is_some() {
             return Err(GeminiError::InvalidConfig {
                 message: format!("the base URL \"{base_url}\" must be http(s)://host[:port] without a query"),
+            });
+        }
+        // The key travels in a header: in clear text only to this machine (the fake, a local
+        // proxy), never across a network.
+        if parsed.scheme() == "http" && !is_loopback(&parsed) {
+            return Err(GeminiError::InvalidConfig {
+                message: format!(
+                    "the base URL \"{base_url}\" is plain http to another machine, which would send the API key \
+                     unencrypted; use https:// (http:// is accepted only for localhost)"
+                ),
             });
         }
         let model = cfg.model.trim().to_string();
