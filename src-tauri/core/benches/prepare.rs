@@ -24,7 +24,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use pe_core::config::ImageConfig;
-use pe_core::intake::{self, estimated_image_tokens};
+use pe_core::config::MediaResolution;
+use pe_core::gemini::models;
+use pe_core::intake;
 
 const WIDTH: usize = 4000;
 const HEIGHT: usize = 3000;
@@ -201,8 +203,8 @@ fn orchestrate() -> bool {
         vips_out.len() as f64 / 1e3,
         if has_meta(&vips_out) { "PRESENT" } else { "none" }
     );
-    let tokens = estimated_image_tokens(oh.width as u32, oh.height as u32);
-    println!("estimated Gemini input tokens for the prepared image: {tokens}");
+    let tokens = models::image_tokens(None, MediaResolution::ModelDefault, oh.width as u32, oh.height as u32);
+    println!("estimated Gemini input tokens for the prepared image (2.5, default resolution): {tokens}");
     let same_output = (oh.width, oh.height) == (vh.width, vh.height) && oh.width.max(oh.height) == 1536;
 
     let mut pass = same_output && !has_meta(&ours_out);

@@ -222,21 +222,6 @@ impl PreparedImage {
     pub fn thumbnail_data_url(&self) -> String {
         jpeg_data_url(&self.thumbnail_jpeg)
     }
-
-    /// The input tokens Gemini 2.x bills for this image: 258 if both sides are at most 384 px,
-    /// otherwise 258 per 768×768 tile.
-    pub fn estimated_input_tokens(&self) -> u32 {
-        estimated_image_tokens(self.width, self.height)
-    }
-}
-
-/// Gemini 2.x image token rule, see [`PreparedImage::estimated_input_tokens`].
-pub fn estimated_image_tokens(width: u32, height: u32) -> u32 {
-    if width <= 384 && height <= 384 {
-        258
-    } else {
-        width.div_ceil(768).saturating_mul(height.div_ceil(768)).saturating_mul(258)
-    }
 }
 
 fn jpeg_data_url(jpeg: &[u8]) -> String {
@@ -1671,20 +1656,6 @@ mod tests {
     }
 
     #[test]
-    fn intake_estimated_tokens() {
-        assert_eq!(estimated_image_tokens(384, 384), 258);
-        assert_eq!(estimated_image_tokens(100, 384), 258);
-        assert_eq!(estimated_image_tokens(385, 100), 258);
-        assert_eq!(estimated_image_tokens(768, 768), 258);
-        assert_eq!(estimated_image_tokens(769, 768), 516);
-        assert_eq!(estimated_image_tokens(1536, 1152), 1032);
-        assert_eq!(estimated_image_tokens(1152, 1536), 1032);
-        assert_eq!(estimated_image_tokens(1536, 384), 516);
-        let p = prepare_bytes(&jpeg(4000, 3000), &cfg()).unwrap();
-        assert_eq!(p.estimated_input_tokens(), 1032);
-    }
-
-    #[test]
     fn intake_preview_data_url() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p.jpg");
@@ -1701,7 +1672,6 @@ mod tests {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
         let p = prepare_file(&dir.join("product.jpg"), &cfg()).unwrap();
         assert_eq!((p.source_format, p.width, p.height), (SourceFormat::Jpeg, 1200, 900));
-        assert_eq!(p.estimated_input_tokens(), 1032);
         assert!(p.file_bytes < 300_000);
         let p = prepare_file(&dir.join("label.png"), &cfg()).unwrap();
         assert_eq!((p.source_format, p.width, p.height), (SourceFormat::Png, 800, 500));

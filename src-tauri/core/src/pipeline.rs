@@ -311,14 +311,15 @@ impl Pipeline {
 
     /// What the next call is expected to cost: the average of this model's recent calls in this
     /// catalog, else the image-token rule for a prepared photo of `size` (by default one of the
-    /// configured long edge, 4:3). `usd` is `None` when the model has no price.
+    /// configured long edge, 4:3) for the model's family and media resolution. `usd` is `None` when
+    /// the model has no price.
     pub async fn estimate_call(&self, size: Option<(u32, u32)>) -> Result<CallEstimate, CatalogError> {
         let model = self.gemini.model();
         let (tokens, version, measured_calls) = match self.catalog.measured_call(model).await? {
             Some(m) => (m.tokens, m.model_version, m.calls),
             None => {
                 let (w, h) = size.unwrap_or_else(|| pricing::prepared_size(self.image.max_long_edge));
-                (pricing::estimated_tokens(w, h, self.gemini.prompt_text_chars()), None, 0)
+                (pricing::estimated_tokens(self.gemini.image_tokens(w, h), self.gemini.prompt_text_chars()), None, 0)
             }
         };
         let usd = self.pricing.cost(model, version.as_deref(), tokens, false);

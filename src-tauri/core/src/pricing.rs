@@ -331,26 +331,16 @@ impl<'de> Deserialize<'de> for PricingConfig {
 // Estimates for calls not made yet
 // ---------------------------------------------------------------------------------------------
 
-/// Gemini 2.x image tokens (the spec's rule): 258 for an image with both sides ≤ 384 px, else 258
-/// per 768×768 tile.
-pub fn image_tokens(width: u32, height: u32) -> u64 {
-    const TILE: u32 = 768;
-    const TILE_TOKENS: u64 = 258;
-    if width <= 384 && height <= 384 {
-        return TILE_TOKENS;
-    }
-    u64::from(width.div_ceil(TILE).max(1)) * u64::from(height.div_ceil(TILE).max(1)) * TILE_TOKENS
-}
-
 /// The output we expect from one extraction before any was measured: a filled-in product of
 /// about 600 characters (the fake's answers and real ones are 100–200 tokens) with thinking off.
 pub const ESTIMATED_OUTPUT_TOKENS: u64 = 200;
 
-/// The tokens of a call on an image of this size with `text_chars` of instructions, prompt and
-/// schema, by the image-token rule (about four characters a token for the text).
-pub fn estimated_tokens(width: u32, height: u32, text_chars: usize) -> BilledTokens {
+/// The tokens of a call on an image billed `image_tokens` (see
+/// [`crate::gemini::models::image_tokens`]) with `text_chars` of instructions, prompt and schema
+/// (about four characters a token).
+pub fn estimated_tokens(image_tokens: u64, text_chars: usize) -> BilledTokens {
     BilledTokens {
-        input: image_tokens(width, height) + (text_chars as u64).div_ceil(4),
+        input: image_tokens + (text_chars as u64).div_ceil(4),
         cached_input: 0,
         output: ESTIMATED_OUTPUT_TOKENS,
     }
@@ -530,9 +520,6 @@ mod tests {
 
     #[test]
     fn image_tokens_follow_the_tile_rule() {
-        assert_eq!(image_tokens(384, 384), 258);
-        assert_eq!(image_tokens(1536, 1152), 4 * 258);
-        assert_eq!(image_tokens(4000, 3000), 6 * 4 * 258);
         assert_eq!(prepared_size(1536), (1536, 1152));
     }
 }

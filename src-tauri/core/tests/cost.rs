@@ -92,15 +92,25 @@ async fn every_attempt_is_priced_from_its_usage_and_an_unknown_model_stays_unpri
     assert_eq!((product.calls, product.usd, product.unpriced_calls), (1, expected, 0));
     queue.shutdown().await;
 
-    // An alias the fake answers as itself has no row: tokens, and no made-up price.
+    // An alias is priced as the model that answered (modelVersion): the default model has a price.
     let queue = extract_queue(s.pipeline("gemini-flash-latest", PricingConfig::default())).await;
     let enqueued = queue.enqueue_files(vec![files[1].clone()], EnqueueOptions::interactive()).await.unwrap();
+    let detail = queue.finished(enqueued.files[0].result_of).await.unwrap();
+    let attempt = detail.attempt.unwrap();
+    let alias = list_price(fake_gemini::FLASH_LATEST_TARGET).unwrap().cost(attempt.usage.unwrap().billed(), false);
+    assert_eq!(attempt.cost_usd, Some(alias));
+    queue.shutdown().await;
+
+    // A model without a price row: tokens, and no made-up price.
+    let files = s.photos(3, 1600, 1200);
+    let queue = extract_queue(s.pipeline("gemini-2.5-pro", PricingConfig::default())).await;
+    let enqueued = queue.enqueue_files(vec![files[2].clone()], EnqueueOptions::interactive()).await.unwrap();
     let detail = queue.finished(enqueued.files[0].result_of).await.unwrap();
     let attempt = detail.attempt.unwrap();
     assert!(attempt.usage.unwrap().prompt_tokens > 0);
     assert_eq!(attempt.cost_usd, None);
     let today = s.pipeline(LITE, PricingConfig::default()).spent_today().await.unwrap();
-    assert_eq!((today.calls, today.usd, today.unpriced_calls), (2, expected, 1));
+    assert_eq!((today.calls, today.usd, today.unpriced_calls), (3, expected.saturating_add(alias), 1));
     queue.shutdown().await;
 }
 
@@ -283,11 +293,46 @@ async fn cost_per_1000_photos_of_a_12_mp_shoot() {
     }
     println!(
         "image tokens per photo: (a) {}, (b) {}",
-        pe_core::pricing::image_tokens(4000, 3000),
-        pe_core::pricing::image_tokens(1536, 1152)
+        client.image_tokens(4000, 3000),
+        client.image_tokens(1536, 1152)
     );
     println!("per photo: (a) {seed:?}, (b) {ours:?}, (b)'s thoughts as the fake invents them: {}", b.thoughts_tokens);
     let (a_usd, c_usd) = (rows[0].1 .2, rows[2].1 .2);
     assert!(c_usd.dollars() <= 0.15, "(c) costs {c_usd} per 1,000 photos");
     assert!(a_usd.nanos() >= 5 * c_usd.nanos(), "(a) {a_usd} is not 5× (c) {c_usd}");
+}
+
+/// An estimate counts the image by the model family's rule and the configured media resolution
+/// (the one rule in `gemini::models`), and agrees with what the fake bills for the same photo.
+#[tokio::test]
+async fn estimates_count_the_image_by_family_and_media_resolution() {
+    use pe_core::config::MediaResolution;
+    let s = Setup::new().await;
+    let client = |model: &str, media_resolution| {
+        GeminiClient::new(&GeminiConfig {
+            base_url: s.fake.base_url(),
+            api_key: ApiKey::new("test-key"),
+            model: model.into(),
+            media_resolution,
+            ..GeminiConfig::default()
+        })
+        .unwrap()
+    };
+    let lite = client(LITE, MediaResolution::ModelDefault);
+    assert_eq!(lite.image_tokens(1536, 1152), 1032);
+    assert_eq!(client(LITE, MediaResolution::Low).image_tokens(1536, 1152), 64);
+    let three = client("gemini-3-flash-preview", MediaResolution::Low);
+    assert_eq!(three.image_tokens(1536, 1152), 280);
+    assert_eq!(client("gemini-3-flash-preview", MediaResolution::ModelDefault).image_tokens(640, 480), 1120);
+    // An alias not looked up yet: the tile rule, until the first call resolves it.
+    assert_eq!(client("gemini-flash-latest", MediaResolution::Low).image_tokens(1536, 1152), 64);
+
+    // The estimate's input is what the fake bills for the photo and the text.
+    for c in [lite, three] {
+        let photo = sample_jpeg(3, 1536, 1152, 85);
+        let billed = c.extract_product(PreparedImage::MIME_TYPE, &photo).await.unwrap().usage;
+        let estimate = pe_core::pricing::estimated_tokens(c.image_tokens(1536, 1152), c.prompt_text_chars());
+        let (estimated, actual) = (estimate.input, u64::from(billed.prompt_tokens));
+        assert!(estimated.abs_diff(actual) * 10 <= actual, "{}: estimated {estimated}, billed {actual}", c.model());
+    }
 }

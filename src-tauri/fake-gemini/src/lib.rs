@@ -754,7 +754,7 @@ fn content_answer(
             let prompt = prompt_tokens(model, checked);
             Ok(json!({"promptFeedback": {"blockReason": reason, "safetyRatings": safety_ratings(true)},
                       "usageMetadata": {"promptTokenCount": prompt, "totalTokenCount": prompt},
-                      "modelVersion": model, "responseId": state.response_id()}))
+                      "modelVersion": concrete_model(model), "responseId": state.response_id()}))
         }
         Behavior::ThinkingExhausted => {
             let mut v = text_answer(state, model, checked, Vec::new(), "MAX_TOKENS");
@@ -836,7 +836,8 @@ fn text_answer(state: &Shared, model: &str, checked: &Checked, parts: Vec<Value>
             "promptTokensDetails": [{"modality": "TEXT", "tokenCount": prompt - image_tokens},
                                     {"modality": "IMAGE", "tokenCount": image_tokens}]
         },
-        "modelVersion": model,
+        // An alias answers with the model it stands for, as Gemini does.
+        "modelVersion": concrete_model(model),
         "responseId": state.response_id()
     })
 }

@@ -283,6 +283,14 @@ impl GeminiClient {
         &self.inner.model
     }
 
+    /// The input tokens an image of this size is expected to cost with this client's model and
+    /// `media_resolution` (the family resolved so far: an alias not looked up yet counts by the
+    /// tile rule). Never makes a request.
+    pub fn image_tokens(&self, width: u32, height: u32) -> u64 {
+        let family = self.inner.family.get().copied().flatten();
+        models::image_tokens(family, self.inner.media_resolution, width, height)
+    }
+
     /// The model's family, resolving an alias with `models.get` the first time (once per client;
     /// concurrent callers wait for the one lookup). A failed lookup is logged once and leaves the
     /// family unknown: extraction goes on without a thinking field.

@@ -40,6 +40,49 @@ pub struct Family {
     /// Gemini 3: Google advises keeping the default temperature (1.0); lower values may loop or
     /// degrade answers. We then send a temperature only when the user set one.
     pub keep_default_temperature: bool,
+    /// How an image is billed (input tokens).
+    pub image_tokens: ImageTokens,
+}
+
+/// How a family bills an image, by `mediaResolution` (Google's published rules, spec "Media
+/// resolution").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageTokens {
+    /// Gemini 2.5: by default 258 tokens per 768×768 tile (258 in all when both sides are at most
+    /// 384 px); with a resolution set, a fixed count per image.
+    Tiles { low: u64, medium: u64, high: u64 },
+    /// Gemini 3: a fixed count per image whatever its size (the default is `high`).
+    PerImage { low: u64, medium: u64, high: u64 },
+}
+
+const TILES_2_5: ImageTokens = ImageTokens::Tiles { low: 64, medium: 256, high: 256 };
+const PER_IMAGE_3: ImageTokens = ImageTokens::PerImage { low: 280, medium: 560, high: 1120 };
+
+/// The input tokens Gemini bills for one image of `width`×`height` sent to a model of `family`
+/// (`None`: unknown, counted by the tile rule) with `[gemini] media_resolution` = `setting`. The
+/// one image-token rule: the cost estimate, the budget check and the benchmarks use it.
+pub fn image_tokens(family: Option<&Family>, setting: MediaResolution, width: u32, height: u32) -> u64 {
+    let rule = family.map_or(TILES_2_5, |f| f.image_tokens);
+    let pick = |low, medium, high, default| match setting {
+        MediaResolution::Low => low,
+        MediaResolution::Medium => medium,
+        MediaResolution::High => high,
+        MediaResolution::ModelDefault => default,
+    };
+    match rule {
+        ImageTokens::Tiles { low, medium, high } => pick(low, medium, high, tiles(width, height)),
+        ImageTokens::PerImage { low, medium, high } => pick(low, medium, high, high),
+    }
+}
+
+/// 258 tokens per 768×768 tile; 258 when both sides are at most 384 px.
+fn tiles(width: u32, height: u32) -> u64 {
+    const TILE: u32 = 768;
+    const TILE_TOKENS: u64 = 258;
+    if width <= 384 && height <= 384 {
+        return TILE_TOKENS;
+    }
+    u64::from(width.div_ceil(TILE).max(1)) * u64::from(height.div_ceil(TILE).max(1)) * TILE_TOKENS
 }
 
 /// Low, medium and high budgets on 2.5: the values Google's OpenAI-compatible endpoint maps
@@ -61,6 +104,7 @@ pub const FAMILIES: &[Family] = &[
             high: BUDGET_HIGH,
         },
         keep_default_temperature: false,
+        image_tokens: TILES_2_5,
     },
     // 2.5 Flash: budget 1–24576, 0 turns thinking off; 512 as its smallest "on", like Flash-Lite.
     Family {
@@ -73,34 +117,40 @@ pub const FAMILIES: &[Family] = &[
             high: BUDGET_HIGH,
         },
         keep_default_temperature: false,
+        image_tokens: TILES_2_5,
     },
     // 2.5 Pro: budget 128–32768; thinking cannot be turned off.
     Family {
         prefix: "gemini-2.5-pro",
         thinking: ThinkingControl::Budget { off: None, min: 128, low: BUDGET_LOW, medium: BUDGET_MEDIUM, high: 32_768 },
         keep_default_temperature: false,
+        image_tokens: TILES_2_5,
     },
     // Gemini 3 Flash and Flash-Lite (3, 3.1, ...): minimal, low, medium, high.
     Family {
         prefix: "gemini-3-flash",
         thinking: ThinkingControl::Level { levels: &["minimal", "low", "medium", "high"] },
         keep_default_temperature: true,
+        image_tokens: PER_IMAGE_3,
     },
     Family {
         prefix: "gemini-3.1-flash",
         thinking: ThinkingControl::Level { levels: &["minimal", "low", "medium", "high"] },
         keep_default_temperature: true,
+        image_tokens: PER_IMAGE_3,
     },
     // Gemini 3 Pro: low and high only (no minimal: it cannot stop thinking).
     Family {
         prefix: "gemini-3-pro",
         thinking: ThinkingControl::Level { levels: &["low", "high"] },
         keep_default_temperature: true,
+        image_tokens: PER_IMAGE_3,
     },
     Family {
         prefix: "gemini-3.1-pro",
         thinking: ThinkingControl::Level { levels: &["low", "medium", "high"] },
         keep_default_temperature: true,
+        image_tokens: PER_IMAGE_3,
     },
 ];
 
@@ -174,6 +224,37 @@ pub fn temperature_for(family: Option<&Family>, configured: Option<f64>) -> Opti
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn image_tokens_follow_each_familys_rule() {
+        use MediaResolution::*;
+        let flash_lite = family_of("gemini-2.5-flash-lite");
+        for (w, h, tokens) in [
+            (384, 384, 258),
+            (100, 384, 258),
+            (385, 100, 258),
+            (768, 768, 258),
+            (769, 768, 516),
+            (1536, 1152, 1032),
+            (1152, 1536, 1032),
+            (1536, 384, 516),
+            (4000, 3000, 6 * 4 * 258),
+        ] {
+            assert_eq!(image_tokens(flash_lite, ModelDefault, w, h), tokens, "{w}x{h}");
+            assert_eq!(image_tokens(None, ModelDefault, w, h), tokens, "unknown family, {w}x{h}");
+        }
+        assert_eq!(
+            [Low, Medium, High].map(|r| image_tokens(flash_lite, r, 4000, 3000)),
+            [64, 256, 256],
+            "2.5 with a resolution set: a fixed count"
+        );
+        let three = family_of("gemini-3-flash-preview");
+        assert_eq!(
+            [ModelDefault, Low, Medium, High].map(|r| image_tokens(three, r, 1536, 1152)),
+            [1120, 280, 560, 1120]
+        );
+        assert_eq!(image_tokens(three, ModelDefault, 200, 100), 1120, "any size");
+    }
+
     use super::*;
 
     fn config(model: &str, t: Thinking) -> Option<(Option<u32>, Option<String>)> {
