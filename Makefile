@@ -121,6 +121,7 @@ lint: deps ui
 bench: deps ui
 	@$(MAKE) --no-print-directory deps-system EXTRA_PACKAGES="$(BENCH_PACKAGES)"
 	cargo bench -p product-extractor-core --bench prepare
+	cargo bench -p product-extractor-core --bench barcode
 
 clean:
 	cargo clean
