@@ -121,6 +121,7 @@ lint: deps ui
 bench: deps ui
 	@$(MAKE) --no-print-directory deps-system EXTRA_PACKAGES="$(BENCH_PACKAGES)"
 	cargo bench -p product-extractor-core --bench prepare
+	cargo bench -p product-extractor-core --bench barcode
 
 ## The window's launch-to-interactive time (release build, under Xvfb) with an empty catalog
 ## (the reference), a 100,000-product catalog, and a 100,000-product catalog at schema 2 that the

@@ -28,6 +28,9 @@
 //! max_requests = 500       # photos per batch at most (each batch also stays under 20 MB)
 //! [intake]
 //! decode_budget_bytes = 1073741824   # the memory concurrent decodes share (1 GiB)
+//! [import]                 # which photos are one product (`import::grouping`; not yet applied)
+//! group_by = "stem"        # stem | folder | none
+//! max_photos_per_product = 6   # a larger group is split (and the review says so)
 //!
 //! [circuit_breaker]        # and [bulkhead], [time_limiter], [retry], [rate_limiter]:
 //! wait_duration_in_open_state = "15s"   # the resilience stack's sections, see `resilience`
@@ -42,6 +45,7 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use crate::error::{Coded, ErrorCode};
+use crate::import::grouping::{GroupBy, DEFAULT_MAX_PHOTOS_PER_PRODUCT};
 use crate::pricing::PricingConfig;
 use crate::resilience::{
     BulkheadConfig, CircuitBreakerConfig, InvalidSetting, RateLimiterConfig, ResilienceConfig, RetryConfig,
@@ -65,6 +69,30 @@ pub struct Config {
     pub pricing: PricingConfig,
     /// Batch imports.
     pub batch: BatchConfig,
+    /// How an import groups its photos into products (`[import]`).
+    pub import: ImportConfig,
+}
+
+/// How an import groups its photos into products (`import::grouping`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(deny_unknown_fields, default)]
+#[ts(export)]
+pub struct ImportConfig {
+    /// Which photos are one product: same stem in a folder, a whole folder, or each photo alone.
+    pub group_by: GroupBy,
+    /// A larger group is split into products of this many photos.
+    #[ts(type = "number")]
+    pub max_photos_per_product: usize,
+}
+
+/// The most photos one product's request may carry (`[import] max_photos_per_product`): ~1,000
+/// input tokens each at the default resolution, so a request stays far below Gemini's limits.
+pub const MAX_PHOTOS_PER_PRODUCT_LIMIT: usize = 16;
+
+impl Default for ImportConfig {
+    fn default() -> Self {
+        Self { group_by: GroupBy::default(), max_photos_per_product: DEFAULT_MAX_PHOTOS_PER_PRODUCT }
+    }
 }
 
 /// Batch imports through the Gemini Batch API.
@@ -113,6 +141,7 @@ struct ConfigFile {
     rate_limiter: RateLimiterConfig,
     pricing: PricingConfig,
     batch: BatchConfig,
+    import: ImportConfig,
 }
 
 impl From<ConfigFile> for Config {
@@ -128,17 +157,30 @@ impl From<ConfigFile> for Config {
             rate_limiter,
             pricing,
             batch,
+            import,
         } = file;
         let resilience = ResilienceConfig { circuit_breaker, bulkhead, time_limiter, retry, rate_limiter };
-        Self { gemini, image, intake, resilience, pricing, batch }
+        Self { gemini, image, intake, resilience, pricing, batch, import }
     }
 }
 
 impl From<Config> for ConfigFile {
     fn from(config: Config) -> Self {
-        let Config { gemini, image, intake, resilience, pricing, batch } = config;
+        let Config { gemini, image, intake, resilience, pricing, batch, import } = config;
         let ResilienceConfig { circuit_breaker, bulkhead, time_limiter, retry, rate_limiter } = resilience;
-        Self { gemini, image, intake, circuit_breaker, bulkhead, time_limiter, retry, rate_limiter, pricing, batch }
+        Self {
+            gemini,
+            image,
+            intake,
+            circuit_breaker,
+            bulkhead,
+            time_limiter,
+            retry,
+            rate_limiter,
+            pricing,
+            batch,
+            import,
+        }
     }
 }
 
@@ -426,6 +468,9 @@ impl Config {
         if self.intake.decode_budget_bytes < 16 << 20 {
             return invalid("intake.decode_budget_bytes", "must be at least 16777216 (16 MiB)");
         }
+        if !(1..=MAX_PHOTOS_PER_PRODUCT_LIMIT).contains(&self.import.max_photos_per_product) {
+            return invalid("import.max_photos_per_product", "must be between 1 and 16");
+        }
         Ok(())
     }
 
@@ -537,6 +582,25 @@ mod tests {
         assert!(err.to_string().contains("gemini.temperature"), "{err}");
         let err = Config::from_toml("[gemini]\nmax_output_tokens = 0\n", Path::new("c.toml")).unwrap_err();
         assert!(err.to_string().contains("gemini.max_output_tokens"), "{err}");
+    }
+
+    #[test]
+    fn import_grouping_settings() {
+        let c = Config::default();
+        assert_eq!((c.import.group_by, c.import.max_photos_per_product), (GroupBy::Stem, 6));
+        let path = Path::new("c.toml");
+        let c = Config::from_toml("[import]\ngroup_by = \"folder\"\nmax_photos_per_product = 3\n", path).unwrap();
+        assert_eq!((c.import.group_by, c.import.max_photos_per_product), (GroupBy::Folder, 3));
+        assert_eq!(Config::from_toml(&toml::to_string_pretty(&c).unwrap(), path).unwrap(), c);
+        assert_eq!(Config::from_toml("[import]\ngroup_by = \"none\"\n", path).unwrap().import.group_by, GroupBy::None);
+        let err = Config::from_toml("[import]\ngroup_by = \"name\"\n", path).unwrap_err();
+        assert!(err.to_string().contains("stem"), "the error lists the values: {err}");
+        for n in [0, 17] {
+            let err = Config::from_toml(&format!("[import]\nmax_photos_per_product = {n}\n"), path).unwrap_err();
+            assert!(err.to_string().contains("import.max_photos_per_product"), "{err}");
+        }
+        let err = Config::from_toml("[import]\ngroupby = \"stem\"\n", path).unwrap_err();
+        assert!(err.to_string().contains("groupby"), "{err}");
     }
 
     #[test]

@@ -4,6 +4,8 @@
 //! - [`intake`] checks a photo file and prepares it for upload: format from magic bytes, size and
 //!   pixel caps before decoding, EXIF orientation, downscale, JPEG re-encode without metadata,
 //!   SHA-256 and thumbnail. CPU work; callers run it on a blocking thread.
+//! - [`barcode`] reads EAN/UPC barcodes from a photo's pixels on the machine (rxing): the GTIN, its
+//!   check digit verified, and where the symbol is.
 //! - [`gemini`] is the HTTP client for `generateContent` (reqwest + rustls) with tolerant response
 //!   parsing and a typed error for every failure.
 //! - [`product`] is the schema: the Rust type the JSON Schema and the UI's types come from, and
@@ -21,6 +23,7 @@
 //! This crate never depends on tauri, nor carries the fake Gemini server: that is the `fake-gemini`
 //! crate (src-tauri/fake-gemini), which the tests, the benchmarks and the app's demo mode use.
 
+pub mod barcode;
 pub mod catalog;
 pub mod config;
 pub mod error;

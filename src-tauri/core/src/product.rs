@@ -440,6 +440,17 @@ pub fn check_gtin(gtin: &str) -> Result<(), String> {
     }
 }
 
+/// A GTIN in GS1's 14-digit form (left-padded with zeros), the key to compare GTINs by: a GTIN-12
+/// `036000291452` and the GTIN-13 `0036000291452` are the same product. Meant for a GTIN that
+/// passed [`check_gtin`]; anything else is returned as it is.
+pub fn gtin_key(gtin: &str) -> String {
+    if check_gtin(gtin).is_ok() {
+        format!("{gtin:0>14}")
+    } else {
+        gtin.to_owned()
+    }
+}
+
 /// Checks an ISO 4217 currency code.
 pub fn check_currency(code: &str) -> Result<(), String> {
     if code.len() != 3 || !code.bytes().all(|b| b.is_ascii_uppercase()) {
@@ -483,6 +494,9 @@ mod tests {
         assert!(check_gtin("40063813339").unwrap_err().contains("not 11"));
         assert!(check_gtin("40063a1333931").unwrap_err().contains("digits only"));
         assert!(check_gtin("").is_err());
+        assert_eq!(gtin_key("036000291452"), gtin_key("0036000291452"));
+        assert_eq!(gtin_key("96385074"), "00000096385074");
+        assert_eq!(gtin_key("12x"), "12x");
     }
 
     #[test]

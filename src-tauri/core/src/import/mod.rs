@@ -61,6 +61,7 @@
 
 mod batch;
 mod driver;
+pub mod grouping;
 mod item;
 mod phash;
 mod progress;
