@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use pe_core::import::{EnqueueOptions, ImportRow};
 use pe_core::product::{FieldFlag, Product};
+use pe_core::stored_path::StoredPath;
 use pe_core::{intake, ErrorCode, ErrorReport};
 use tauri::State;
 
@@ -44,11 +45,16 @@ pub async fn validate_product(product: Product) -> Result<Vec<FieldFlag>, ErrorR
     Ok(product.normalized().validate())
 }
 
-pub async fn preview_photo(state: State<'_, AppState>, file: String) -> Result<String, ErrorReport> {
+/// `file_bytes`: the row's `path_bytes` (the exact bytes of a name that is not UTF-8, in hex).
+pub async fn preview_photo(
+    state: State<'_, AppState>,
+    file: String,
+    file_bytes: Option<String>,
+) -> Result<String, ErrorReport> {
     let config = state.effective_config().image;
-    let url =
-        tokio::task::spawn_blocking(move || intake::preview_data_url(&PathBuf::from(file), &config, PREVIEW_LONG_EDGE))
-            .await
-            .map_err(|e| ErrorReport::new(ErrorCode::Io, format!("a background task failed: {e}")))??;
+    let path = StoredPath::from_text_and_hex(&file, file_bytes.as_deref()).to_path_buf();
+    let url = tokio::task::spawn_blocking(move || intake::preview_data_url(&path, &config, PREVIEW_LONG_EDGE))
+        .await
+        .map_err(|e| ErrorReport::new(ErrorCode::Io, format!("a background task failed: {e}")))??;
     Ok(url)
 }
