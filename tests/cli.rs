@@ -45,7 +45,12 @@ fn assert_can_run_unprivileged() {
     assert!(out.status.success() && uid != "0", "cannot drop root for the permission tests: {out:?}");
 }
 
-async fn run(mut cmd: Command, data_dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Output {
+/// [`cli`] with arguments that need not be UTF-8 (file names are bytes).
+async fn cli_os(data_dir: &Path, env: &[(&str, &str)], args: &[&std::ffi::OsStr]) -> Output {
+    run(Command::new(env!("CARGO_BIN_EXE_product-extractor")), data_dir, env, args).await
+}
+
+async fn run<S: AsRef<std::ffi::OsStr>>(mut cmd: Command, data_dir: &Path, env: &[(&str, &str)], args: &[S]) -> Output {
     cmd.args(args)
         .env_remove("DISPLAY")
         .env_remove("WAYLAND_DISPLAY")
@@ -805,4 +810,61 @@ async fn unreadable_paths_are_errors_when_given_and_skips_inside_a_folder() {
     assert_eq!(private["skipped"]["reason"], "unreadable", "{private}");
     assert!(private["skipped"]["message"].as_str().unwrap().contains("ermission denied"), "{private}");
     assert_eq!(lines.iter().filter(|l| l["state"] == "ready").count(), 1, "{lines:?}");
+}
+
+/// A file name that is not UTF-8 (any bytes but `/` and NUL are a name on Unix) extracts and
+/// imports; the JSON line shows the name lossily and carries the exact bytes in hex
+/// (`file_bytes`), which name the file again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_name_that_is_not_utf8_extracts_and_imports_and_json_carries_its_bytes() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let fake = FakeGemini::start(FakeOptions::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &fake.base_url() as &str)];
+    let data = dir.path().join("data");
+    let name: &[u8] = b"caf\xe9-\xff\xfe.jpg";
+    let shoot = dir.path().join("shoot");
+    std::fs::create_dir_all(&shoot).unwrap();
+    let odd = shoot.join(OsStr::from_bytes(name));
+    std::fs::write(&odd, fake_gemini::photos::sample_jpeg(900, 320, 240, 85)).unwrap();
+    // Another name with the same display text (both bytes show as U+FFFD): a different file.
+    let twin = shoot.join(OsStr::from_bytes(b"caf\xe8-\xff\xfe.jpg"));
+    std::fs::write(&twin, fake_gemini::photos::sample_jpeg(901, 320, 240, 85)).unwrap();
+    let hex = |p: &Path| p.as_os_str().as_bytes().iter().map(|b| format!("{b:02x}")).collect::<String>();
+
+    let out = cli_os(&data, &env, &[OsStr::new("extract"), OsStr::new("--json"), odd.as_os_str()]).await;
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let lines = json_lines(&out);
+    assert_eq!(lines[0]["ok"], true, "{lines:?}");
+    assert_eq!(lines[0]["file"], odd.to_string_lossy().as_ref());
+    assert_eq!(lines[0]["file_bytes"], hex(&odd), "{lines:?}");
+    // A UTF-8 name has no file_bytes.
+    let out = cli(&data, &env, &["extract", "--json", fixture().to_str().unwrap()]).await;
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(json_lines(&out)[0].get("file_bytes").is_none());
+
+    // A catalog of its own: every file extracted by the import itself.
+    let data = dir.path().join("data-import");
+    let out = cli_os(&data, &env, &[OsStr::new("import"), OsStr::new("--json"), shoot.as_os_str()]).await;
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let lines = json_lines(&out);
+    let items: Vec<&Value> = lines.iter().filter(|l| l.get("item_id").is_some()).collect();
+    assert_eq!(items.len(), 2, "{lines:?}");
+    let mut bytes: Vec<&str> = items.iter().map(|l| l["file_bytes"].as_str().unwrap()).collect();
+    bytes.sort_unstable();
+    assert_eq!(bytes, [hex(&twin), hex(&odd)], "{lines:?}");
+    for line in &items {
+        assert_eq!(line["ok"], true, "{line}");
+        assert!(matches!(line["state"].as_str(), Some("ready")), "{line}");
+    }
+    let hexed =
+        |s: &str| (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect::<Vec<u8>>();
+    for b in bytes {
+        assert!(Path::new(OsStr::from_bytes(&hexed(b))).is_file(), "file_bytes names the file");
+    }
+    let out = cli(&data, &env, &["import", "status", "--json"]).await;
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let with_bytes = status["items"].as_array().unwrap().iter().filter(|i| i.get("file_bytes").is_some()).count();
+    assert!(with_bytes >= 2, "{status}");
 }

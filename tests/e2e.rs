@@ -380,6 +380,7 @@ async fn seed_catalog(data_dir: &Path, names: &[(&str, &str, &str)]) {
             .record_photo(NewPhoto {
                 sha256: format!("{n:064x}"),
                 original_path: fixture.to_string_lossy().into_owned(),
+                original_path_bytes: None,
                 file_bytes: 1,
                 width: prepared.original_width,
                 height: prepared.original_height,

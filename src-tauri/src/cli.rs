@@ -10,7 +10,7 @@ mod usage;
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use pe_core::catalog::{CostTotal, ExportFormat, ProductSummary};
@@ -19,8 +19,9 @@ use pe_core::import::{
 };
 use pe_core::pricing::Usd;
 use pe_core::product::{FieldFlag, Product};
+use pe_core::stored_path::StoredPath;
 use pe_core::{ErrorCode, ErrorReport};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::state::{process_env, AppState, Paths};
 
@@ -306,7 +307,8 @@ async fn extract(state: &AppState, args: ExtractArgs) -> i32 {
                 cost.add(Some(answer.usage.billed()), answer.cost);
             }
         }
-        let shown = given.get(Path::new(&file.path)).map_or_else(|| PathBuf::from(&file.path), Clone::clone);
+        let stored = file.stored_path().to_path_buf();
+        let shown = given.get(&stored).cloned().unwrap_or(stored);
         let line = if args.json { json_line(&shown, &outcome, billed) } else { text_line(&shown, &outcome) };
         if writeln!(stdout, "{line}").and_then(|()| stdout.flush()).is_err() {
             return EXIT_FAILED;
@@ -483,11 +485,9 @@ type Outcome = Result<(Answer, Option<i64>), ErrorReport>;
 
 /// `billed`: the usage of a failed item's answer, when Gemini billed one.
 fn json_line(file: &std::path::Path, outcome: &Outcome, billed: Option<pe_core::gemini::Usage>) -> String {
-    let file = file.display().to_string();
-    let value = match outcome {
+    let mut value = match outcome {
         Ok((e, saved)) => {
             let mut v = json!({
-                "file": file,
                 "ok": true,
                 "product": e.product,
                 "flags": e.flags,
@@ -504,7 +504,6 @@ fn json_line(file: &std::path::Path, outcome: &Outcome, billed: Option<pe_core::
         }
         Err(error) => {
             let mut v = json!({
-                "file": file,
                 "ok": false,
                 "error": {"kind": error.code, "message": error.message},
             });
@@ -514,7 +513,17 @@ fn json_line(file: &std::path::Path, outcome: &Outcome, billed: Option<pe_core::
             v
         }
     };
+    put_file(&mut value, &StoredPath::new(file));
     value.to_string()
+}
+
+/// A JSON line's `"file"`: the path for display (lossy when it is not valid UTF-8), and then
+/// `"file_bytes"`, the exact bytes in lowercase hex, only for such a path.
+pub(crate) fn put_file(value: &mut Value, path: &StoredPath) {
+    value["file"] = json!(path.text());
+    if let Some(bytes) = path.bytes_hex() {
+        value["file_bytes"] = json!(bytes);
+    }
 }
 
 fn text_line(file: &std::path::Path, outcome: &Outcome) -> String {

@@ -47,6 +47,16 @@ pub fn setup<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tauri::
             tauri::async_runtime::spawn(events::import_bridge(app.handle().clone(), import_state));
             Ok(())
         })
+        .on_webview_event(|webview, event| {
+            // The webview gets dropped paths as text: a drop with a path that is not valid UTF-8
+            // never reaches it (Tauri's drop event fails to serialize, so the window sees nothing).
+            // Such a drop is queued here, from the exact paths, as "Open with" photos are.
+            if let tauri::WebviewEvent::DragDrop(tauri::DragDropEvent::Drop { paths, .. }) = event {
+                if paths.iter().any(|p| p.to_str().is_none()) {
+                    open_paths(webview.app_handle(), paths.clone());
+                }
+            }
+        })
         .invoke_handler(commands::invoke_handler())
 }
 

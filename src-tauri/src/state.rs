@@ -266,6 +266,8 @@ impl AppState {
             stack = ResilienceStack::new(STACK_NAME, config.resilience.clone())?;
         }
         let keyring_key = self.keyring_state().key;
+        // The decodes in flight keep their shares: the same budget unless its size changed.
+        let budget = self.read(|live| live.pipeline.decode_budget().clone());
         let live = Live::build(
             config.clone(),
             &*self.shared.env,
@@ -274,7 +276,8 @@ impl AppState {
             &self.shared.catalog,
             &stack,
             &self.shared.clock,
-        )?;
+        )?
+        .keeping_budget(&budget);
         let path = self.shared.paths.config_file.clone();
         tokio::task::spawn_blocking(move || config.save(&path))
             .await
@@ -313,6 +316,8 @@ impl AppState {
             None
         };
         let keyring_key = self.keyring_state().key;
+        // The decodes in flight keep their shares: the same budget unless its size changed.
+        let budget = self.read(|live| live.pipeline.decode_budget().clone());
         let live = Live::build(
             file_config,
             &*self.shared.env,
@@ -321,7 +326,8 @@ impl AppState {
             &self.shared.catalog,
             &self.stack(),
             &self.shared.clock,
-        )?;
+        )?
+        .keeping_budget(&budget);
         self.write(live);
         self.follow_pipeline();
         Ok(self.status())
@@ -371,6 +377,14 @@ impl Live {
             .with_pricing(effective.pricing.clone())
             .with_decode_budget(DecodeBudget::new(effective.intake.decode_budget_bytes));
         Ok(Self { file_config, effective, key_source, pipeline, demo })
+    }
+
+    /// The pipeline keeps `current`, the budget the decodes in flight hold shares of, unless the
+    /// new settings changed its size (see `DecodeBudget::for_setting`).
+    fn keeping_budget(mut self, current: &DecodeBudget) -> Self {
+        let budget = DecodeBudget::for_setting(Some(current), self.effective.intake.decode_budget_bytes);
+        self.pipeline = self.pipeline.with_decode_budget(budget);
+        self
     }
 
     fn key_status(&self) -> KeyStatus {

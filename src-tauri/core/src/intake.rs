@@ -390,6 +390,29 @@ pub async fn prepare_file_async(
     sha256: Option<String>,
     budget: &DecodeBudget,
 ) -> Result<PreparedImage, IntakeError> {
+    decode_within_budget(path, cfg, budget, move |bytes, cfg| prepare_bytes_inner(bytes, cfg, sha256)).await
+}
+
+/// [`preview_data_url`] on the blocking pool, inside the same budget as every other decode: the
+/// review pane's preview of a large photo waits for its share like an import's decode does.
+pub async fn preview_data_url_async(
+    path: PathBuf,
+    cfg: ImageConfig,
+    long_edge: u32,
+    budget: &DecodeBudget,
+) -> Result<String, IntakeError> {
+    decode_within_budget(path, cfg, budget, move |bytes, cfg| preview_bytes(bytes, cfg, long_edge)).await
+}
+
+/// The one way a decode takes memory: the file read and its header estimated on the blocking
+/// pool, the estimate taken from `budget` (waiting while other decodes hold it), then `decode`
+/// run on the blocking pool (a panic becomes [`IntakeError::Internal`]) and the share given back.
+async fn decode_within_budget<T: Send + 'static>(
+    path: PathBuf,
+    cfg: ImageConfig,
+    budget: &DecodeBudget,
+    decode: impl FnOnce(&[u8], &ImageConfig) -> Result<T, IntakeError> + Send + 'static,
+) -> Result<T, IntakeError> {
     let internal = |e: tokio::task::JoinError| IntakeError::Internal { detail: e.to_string() };
     let read_cfg = cfg.clone();
     let (bytes, estimate) = tokio::task::spawn_blocking(move || {
@@ -401,10 +424,10 @@ pub async fn prepare_file_async(
     .map_err(internal)??;
     let share = budget.reserve(estimate).await;
     tokio::task::spawn_blocking(move || {
-        let prepared = guard_panics(|| prepare_bytes_inner(&bytes, &cfg, sha256));
+        let decoded = guard_panics(|| decode(&bytes, &cfg));
         drop(bytes);
         drop(share);
-        prepared
+        decoded
     })
     .await
     .map_err(internal)?
@@ -426,12 +449,27 @@ const BUDGET_UNIT: u64 = 1024;
 
 impl DecodeBudget {
     pub fn new(bytes: u64) -> Self {
-        let units = (bytes / BUDGET_UNIT).clamp(1, u64::from(u32::MAX)) as u32;
+        let units = Self::units_for(bytes);
         Self { permits: Arc::new(tokio::sync::Semaphore::new(units as usize)), units }
+    }
+
+    fn units_for(bytes: u64) -> u32 {
+        (bytes / BUDGET_UNIT).clamp(1, u64::from(u32::MAX)) as u32
     }
 
     pub fn total_bytes(&self) -> u64 {
         u64::from(self.units) * BUDGET_UNIT
+    }
+
+    /// The budget for a new setting of `bytes`: this same budget when the size is unchanged, so
+    /// that replacing the pipeline (Settings saved, demo mode) keeps the decodes in flight counted
+    /// instead of opening a second, empty budget beside them. A new size is a new budget; until
+    /// the decodes under the old one end, both bound memory.
+    pub fn for_setting(current: Option<&DecodeBudget>, bytes: u64) -> DecodeBudget {
+        match current {
+            Some(budget) if budget.units == Self::units_for(bytes) => budget.clone(),
+            _ => Self::new(bytes),
+        }
     }
 
     /// What no decode holds right now.
@@ -484,12 +522,14 @@ pub fn decode_estimate(bytes: &[u8], cfg: &ImageConfig) -> u64 {
 /// most `long_edge` (e.g. 1024), metadata-free. Same checks as [`prepare_file`]. Blocking.
 pub fn preview_data_url(path: &Path, cfg: &ImageConfig, long_edge: u32) -> Result<String, IntakeError> {
     let bytes = read_checked(path, cfg)?;
-    guard_panics(|| {
-        let format = detect_format(&bytes)?;
-        let decoded = decode_scaled(&bytes, format, cfg.max_pixels, long_edge.max(1))?;
-        let jpeg = encode_jpeg(&decoded.image, cfg.jpeg_quality.clamp(1, 100))?;
-        Ok(jpeg_data_url(&jpeg))
-    })
+    guard_panics(|| preview_bytes(&bytes, cfg, long_edge))
+}
+
+fn preview_bytes(bytes: &[u8], cfg: &ImageConfig, long_edge: u32) -> Result<String, IntakeError> {
+    let format = detect_format(bytes)?;
+    let decoded = decode_scaled(bytes, format, cfg.max_pixels, long_edge.max(1))?;
+    let jpeg = encode_jpeg(&decoded.image, cfg.jpeg_quality.clamp(1, 100))?;
+    Ok(jpeg_data_url(&jpeg))
 }
 
 /// Reads a file, refusing non-regular files and files over `max_file_bytes` before reading.
@@ -1693,6 +1733,36 @@ mod tests {
         let err = prepare_file_async(dir.path().join("nope.png"), cfg(), None, &budget).await.unwrap_err();
         assert_eq!(err.code(), ErrorCode::Io);
         assert_eq!(budget.available_bytes(), 1 << 30, "every share is given back");
+    }
+
+    /// The review pane's preview waits for its share of the budget like an import's decode.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn intake_the_preview_takes_its_share_of_the_decode_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.jpg");
+        std::fs::write(&path, jpeg(3000, 2000)).unwrap();
+        let budget = DecodeBudget::new(64 << 20);
+        let everything = budget.reserve(u64::MAX).await;
+        let preview = preview_data_url_async(path, cfg(), 1024, &budget);
+        tokio::pin!(preview);
+        let waited = tokio::time::timeout(std::time::Duration::from_millis(300), &mut preview).await;
+        assert!(waited.is_err(), "the preview waits while the budget is held");
+        drop(everything);
+        let url = preview.await.unwrap();
+        assert!(url.starts_with("data:image/jpeg;base64,"));
+        assert_eq!(budget.available_bytes(), 64 << 20, "its share is given back");
+    }
+
+    /// Settings saved with the same budget keep the budget the decodes in flight hold.
+    #[tokio::test]
+    async fn the_same_budget_setting_keeps_the_budget_in_use() {
+        let budget = DecodeBudget::new(64 << 20);
+        let _held = budget.reserve(10 << 20).await;
+        let same = DecodeBudget::for_setting(Some(&budget), 64 << 20);
+        assert_eq!(same.available_bytes(), 54 << 20, "one budget, not a second empty one");
+        let other = DecodeBudget::for_setting(Some(&budget), 128 << 20);
+        assert_eq!(other.available_bytes(), 128 << 20);
+        assert_eq!(DecodeBudget::for_setting(None, 64 << 20).available_bytes(), 64 << 20);
     }
 
     #[test]

@@ -35,5 +35,6 @@ pub mod pipeline;
 pub mod pricing;
 pub mod product;
 pub mod resilience;
+pub mod stored_path;
 
 pub use error::{Coded, ErrorCode, ErrorReport};

@@ -32,6 +32,7 @@ use crate::intake::{self, DecodeBudget, IntakeError, PreparedImage};
 use crate::pricing::{self, BilledTokens, PricingConfig, Usd};
 use crate::product::{FieldFlag, FlagKind, Product};
 use crate::resilience::{NotPermitted, ResilienceStack, SlotPolicy, StackError, Verdict};
+use crate::stored_path::StoredPath;
 
 /// The current time in unix milliseconds. Passed in, so tests control time.
 pub type UnixClock = Arc<dyn Fn() -> i64 + Send + Sync>;
@@ -255,10 +256,12 @@ impl Pipeline {
     /// Step 2: the prepared photo in the catalog (its own short transaction); the same bytes are
     /// the same photo.
     pub async fn record_photo(&self, file: &Path, image: &PreparedImage) -> Result<PhotoId, CatalogError> {
+        let path = StoredPath::new(file);
         self.catalog
             .record_photo(NewPhoto {
                 sha256: image.sha256.clone(),
-                original_path: file.to_string_lossy().into_owned(),
+                original_path: path.text().to_owned(),
+                original_path_bytes: path.bytes().map(<[u8]>::to_vec),
                 file_bytes: image.file_bytes,
                 width: image.original_width,
                 height: image.original_height,

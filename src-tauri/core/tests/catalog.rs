@@ -24,6 +24,7 @@ fn photo(n: u32) -> NewPhoto {
     NewPhoto {
         sha256: format!("{n:064x}"),
         original_path: format!("/photos/IMG_{n:04}.jpg"),
+        original_path_bytes: None,
         file_bytes: 1_234_567,
         width: 4032,
         height: 3024,
@@ -332,6 +333,7 @@ async fn the_same_bytes_are_the_same_photo() {
     let moved = NewPhoto {
         sha256: photo(7).sha256.to_uppercase(),
         original_path: "/elsewhere/copy.jpg".into(),
+        original_path_bytes: None,
         seen_at: T0 + 5_000,
         ..photo(7)
     };

@@ -33,6 +33,8 @@ const EARLIER: &[Earlier] = &[
     Earlier { version: 5, seed: SEED_V5 },
     // 0006 added the attempts' cost columns (NULL for old attempts): the same rows.
     Earlier { version: 6, seed: SEED_V5 },
+    // 0007 added batch mode (the queue rebuilt with `submitted`): the same rows.
+    Earlier { version: 7, seed: SEED_V5 },
 ];
 
 /// Three photos; a proposed and a failed attempt; three products: one reviewed from a proposal
@@ -118,6 +120,8 @@ async fn a_catalog_from_every_earlier_version_opens_with_its_data_intact() {
             let queue = pe_core::import::ImportStore::new(catalog.clone());
             let page = queue.items(0, 10, None).await.unwrap();
             let rows: Vec<_> = page.rows.iter().map(|r| (r.id, r.state, r.origin, r.photo_id)).collect();
+            // 0008: every earlier path was stored as its text, so none has bytes of its own.
+            assert!(page.rows.iter().all(|r| r.path_bytes.is_none()), "from {from}");
             use pe_core::import::{ItemOrigin, ItemState};
             assert_eq!(
                 rows,

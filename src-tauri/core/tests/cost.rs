@@ -149,6 +149,7 @@ async fn spend_per_day_and_model_from_a_real_file() {
         .record_photo(NewPhoto {
             sha256: "ab".repeat(32),
             original_path: "/p.jpg".into(),
+            original_path_bytes: None,
             file_bytes: 1,
             width: 1,
             height: 1,

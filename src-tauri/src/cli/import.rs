@@ -30,7 +30,9 @@ use pe_core::{ErrorCode, ErrorReport};
 use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
 
-use super::{cost_json, cost_text, usage_error, usage_json, EXIT_FAILED, EXIT_GAVE_UP, EXIT_OK, EXIT_USAGE};
+use pe_core::stored_path::StoredPath;
+
+use super::{cost_json, cost_text, put_file, usage_error, usage_json, EXIT_FAILED, EXIT_GAVE_UP, EXIT_OK, EXIT_USAGE};
 use crate::state::{AppState, STACK_NAME};
 
 #[derive(Debug, Args)]
@@ -161,7 +163,7 @@ struct Run {
     gave_up: Option<String>,
     /// The paths on the command line, absolute as the queue stores them: one of them that cannot
     /// be read or listed is an error (exit 1), not a skip.
-    given: HashSet<String>,
+    given: HashSet<StoredPath>,
 }
 
 impl Run {
@@ -169,10 +171,8 @@ impl Run {
     /// the caller).
     async fn work(&mut self, paths: Vec<PathBuf>, run_started: i64) -> i32 {
         let mut events = self.queue.subscribe();
-        self.given = paths
-            .iter()
-            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()).to_string_lossy().into_owned())
-            .collect();
+        self.given =
+            paths.iter().map(|p| StoredPath::new(&std::path::absolute(p).unwrap_or_else(|_| p.clone()))).collect();
         let enqueued = match self
             .queue
             .enqueue_files(paths, EnqueueOptions { batch: self.batch, ..EnqueueOptions::default() })
@@ -187,7 +187,7 @@ impl Run {
         // A given path that cannot be read is an error line in every run, also when an earlier
         // run listed it already (its row is not new, so no event and no catch-up would print it).
         let given: Vec<ItemId> =
-            enqueued.files.iter().filter(|f| self.given.contains(&f.path)).map(|f| f.item).collect();
+            enqueued.files.iter().filter(|f| self.given.contains(&f.stored_path())).map(|f| f.item).collect();
         for item in given {
             if self.queue.item(item).await.is_ok_and(|d| unreadable_given(&d, true).is_some()) {
                 self.print(item).await;
@@ -337,7 +337,7 @@ impl Run {
         if is_progress(&detail) {
             self.last_progress = Instant::now();
         }
-        let given = self.given.contains(&detail.row.path);
+        let given = self.given.contains(&detail.row.stored_path());
         let (line, failed) =
             if self.json { json_line(&detail, self.save, given) } else { text_line(&detail, self.save, given) };
         self.failed += usize::from(failed);
@@ -446,7 +446,7 @@ fn json_line(d: &ImportItemDetail, save: bool, given: bool) -> (String, bool) {
             v
         }
     };
-    value["file"] = json!(row.path);
+    put_file(&mut value, &row.stored_path());
     value["state"] = json!(row.state);
     value["item_id"] = json!(row.id);
     let failed = value["ok"] == false && (row.skipped.is_none() || unreadable_given(d, given).is_some());
@@ -601,9 +601,8 @@ async fn status(state: &AppState, json: bool) -> i32 {
         let items: Vec<Value> = rows
             .iter()
             .map(|r| {
-                json!({
+                let mut item = json!({
                     "id": r.id,
-                    "file": r.path,
                     "state": r.state,
                     "attempts": r.attempts,
                     "error": r.last_error.as_ref().map(|e| json!({"kind": e.code, "message": e.message})),
@@ -612,7 +611,9 @@ async fn status(state: &AppState, json: bool) -> i32 {
                     "flags": r.flag_count,
                     "looks_like": r.looks_like,
                     "product_id": r.product_id,
-                })
+                });
+                put_file(&mut item, &r.stored_path());
+                item
             })
             .collect();
         let value = json!({"counts": counts, "total": counts.total(), "duplicates": duplicates, "items": items});

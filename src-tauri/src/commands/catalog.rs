@@ -74,7 +74,7 @@ pub async fn reextract_product(state: State<'_, AppState>, id: i64) -> Result<Re
     // known: that is the point).
     let queue = state.import_queue().await?;
     let options = EnqueueOptions { force: true, ..EnqueueOptions::interactive() };
-    let enqueued = queue.enqueue_files(vec![PathBuf::from(&record.original_path)], options).await?;
+    let enqueued = queue.enqueue_files(vec![record.photo_path()], options).await?;
     let Some(file) = enqueued.files.first() else {
         return Err(ErrorReport::new(ErrorCode::NotFound, format!("{} is not a photo file.", record.original_path)));
     };

@@ -9,7 +9,8 @@ use std::path::PathBuf;
 
 use pe_core::import::{EnqueueOptions, ImportRow};
 use pe_core::product::{FieldFlag, Product};
-use pe_core::{intake, ErrorCode, ErrorReport};
+use pe_core::stored_path::StoredPath;
+use pe_core::{intake, ErrorReport};
 use tauri::State;
 
 use crate::state::AppState;
@@ -46,11 +47,15 @@ pub async fn validate_product(product: Product) -> Result<Vec<FieldFlag>, ErrorR
     Ok(product.normalized().validate())
 }
 
-pub async fn preview_photo(state: State<'_, AppState>, file: String) -> Result<String, ErrorReport> {
+/// The review pane's photo. `file_bytes`: the row's `path_bytes` (the exact bytes of a name that
+/// is not UTF-8, in hex). The decode takes its share of the decode budget like an import's.
+pub async fn preview_photo(
+    state: State<'_, AppState>,
+    file: String,
+    file_bytes: Option<String>,
+) -> Result<String, ErrorReport> {
     let config = state.effective_config().image;
-    let url =
-        tokio::task::spawn_blocking(move || intake::preview_data_url(&PathBuf::from(file), &config, PREVIEW_LONG_EDGE))
-            .await
-            .map_err(|e| ErrorReport::new(ErrorCode::Io, format!("a background task failed: {e}")))??;
-    Ok(url)
+    let path = StoredPath::from_text_and_hex(&file, file_bytes.as_deref()).to_path_buf();
+    let budget = state.pipeline().decode_budget().clone();
+    Ok(intake::preview_data_url_async(path, config, PREVIEW_LONG_EDGE, &budget).await?)
 }

@@ -107,7 +107,7 @@ registry! {
     extract::extract_photos(state, paths: Vec<String>) -> Vec<ImportRow>;
     extract::extract_pending(state) -> Vec<ImportRow>;
     extract::validate_product(product: Product) -> Vec<FieldFlag>;
-    extract::preview_photo(state, file: String) -> String;
+    extract::preview_photo(state, file: String, file_bytes: Option<String>) -> String;
     catalog::query_products(state, query: ProductQuery) -> ProductPage;
     catalog::catalog_facets(state) -> Facets;
     catalog::get_product(state, id: i64) -> ProductRecord;

@@ -3,7 +3,16 @@
 /**
  * One file given to [`super::ImportQueue::enqueue_files`] and where it went.
  */
-export type EnqueuedFile = { path: string, 
+export type EnqueuedFile = { 
+/**
+ * For display: lossy (U+FFFD) when the path is not valid UTF-8.
+ */
+path: string, 
+/**
+ * The path's exact bytes in lowercase hex, only when it is not valid UTF-8
+ * ([`crate::stored_path`]).
+ */
+path_bytes: string | null, 
 /**
  * The file's own row: new, listed before (the same path and bytes), or skipped.
  */

@@ -9,7 +9,16 @@ import type { SkipInfo } from "./SkipInfo";
 /**
  * One item, as the queue list shows it.
  */
-export type ImportRow = { id: number, path: string, 
+export type ImportRow = { id: number, 
+/**
+ * For display: lossy (U+FFFD) when the path is not valid UTF-8.
+ */
+path: string, 
+/**
+ * The path's exact bytes in lowercase hex, only when it is not valid UTF-8
+ * ([`crate::stored_path`]).
+ */
+path_bytes: string | null, 
 /**
  * The last path component, for display.
  */

@@ -44,7 +44,16 @@ deleted_by: string | null,
  * [`Product::validate`] of the saved product: the fields to look at again (uncertain ones;
  * never invalid ones, which cannot be saved).
  */
-flags: Array<FieldFlag>, sha256: string, original_path: string, 
+flags: Array<FieldFlag>, sha256: string, 
+/**
+ * For display (lossy when the path is not valid UTF-8).
+ */
+original_path: string, 
+/**
+ * The path's exact bytes in lowercase hex, only when it is not valid UTF-8
+ * ([`crate::stored_path`]); the file is [`ProductRecord::photo_path`].
+ */
+original_path_bytes: string | null, 
 /**
  * `data:image/jpeg;base64,…`
  */

@@ -46,7 +46,7 @@ export function commands(invoke: Invoke) {
     extractPhotos: (paths: Array<string>) => invoke<Array<ImportRow>>("extract_photos", { paths }),
     extractPending: () => invoke<Array<ImportRow>>("extract_pending"),
     validateProduct: (product: Product) => invoke<Array<FieldFlag>>("validate_product", { product }),
-    previewPhoto: (file: string) => invoke<string>("preview_photo", { file }),
+    previewPhoto: (file: string, fileBytes: string | null) => invoke<string>("preview_photo", { file, fileBytes }),
     queryProducts: (query: ProductQuery) => invoke<ProductPage>("query_products", { query }),
     catalogFacets: () => invoke<Facets>("catalog_facets"),
     getProduct: (id: number) => invoke<ProductRecord>("get_product", { id }),

@@ -29,6 +29,7 @@ import { emptyProduct } from "./form";
 const row = (id: number, patch: Partial<ImportRow> = {}): ImportRow => ({
   id,
   path: `/p/IMG_${id}.jpg`,
+  path_bytes: null,
   file_name: `IMG_${id}.jpg`,
   state: "queued",
   origin: "interactive",

@@ -24,6 +24,7 @@ function row(overrides: Partial<ImportRow> = {}): ImportRow {
   return {
     id: 1,
     path: "/shoot/a.jpg",
+    path_bytes: null,
     file_name: "a.jpg",
     state: "queued",
     origin: "import",

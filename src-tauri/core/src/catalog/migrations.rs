@@ -29,6 +29,7 @@ pub const MIGRATIONS: &[Migration] = &[
     Migration { version: 5, name: "0005_one_engine", sql: include_str!("migrations/0005_one_engine.sql") },
     Migration { version: 6, name: "0006_cost", sql: include_str!("migrations/0006_cost.sql") },
     Migration { version: 7, name: "0007_batch", sql: include_str!("migrations/0007_batch.sql") },
+    Migration { version: 8, name: "0008_path_bytes", sql: include_str!("migrations/0008_path_bytes.sql") },
 ];
 
 /// The schema version this build writes.

@@ -22,10 +22,11 @@ pub(super) fn record_photo(conn: &mut Connection, photo: &NewPhoto) -> Result<Ph
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let id = tx.query_row(
         "INSERT INTO photos (sha256, original_path, file_bytes, width, height, format, thumbnail_jpeg,
-                             first_seen_at, last_seen_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)
+                             first_seen_at, last_seen_at, original_path_bytes)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9)
          ON CONFLICT (sha256) DO UPDATE SET
              original_path = excluded.original_path,
+             original_path_bytes = excluded.original_path_bytes,
              last_seen_at = max(last_seen_at, excluded.last_seen_at)
          RETURNING id",
         params![
@@ -36,7 +37,8 @@ pub(super) fn record_photo(conn: &mut Connection, photo: &NewPhoto) -> Result<Ph
             photo.height,
             photo.format,
             photo.thumbnail_jpeg,
-            photo.seen_at
+            photo.seen_at,
+            photo.original_path_bytes
         ],
         |row| row.get(0),
     )?;
@@ -280,7 +282,7 @@ pub(super) fn get_product(conn: &Connection, id: ProductId) -> Result<ProductRec
     let mut stmt = conn.prepare_cached(
         "SELECT p.id, p.photo_id, p.attempt_id, p.proposed_json, p.saved_json, p.revision, p.created_at,
                 p.updated_at, ph.sha256, ph.original_path, ph.thumbnail_jpeg, p.updated_by, p.duplicate_of,
-                p.deleted_at, p.deleted_by
+                p.deleted_at, p.deleted_by, ph.original_path_bytes
          FROM products p JOIN photos ph ON ph.id = p.photo_id
          WHERE p.id = ?1",
     )?;
@@ -302,6 +304,7 @@ pub(super) fn get_product(conn: &Connection, id: ProductId) -> Result<ProductRec
             deleted_by: row.get(14)?,
             sha256: row.get(8)?,
             original_path: row.get(9)?,
+            original_path_bytes: row.get::<_, Option<Vec<u8>>>(15)?.map(hex::encode),
             thumbnail: thumbnail_url(row.get_ref(10)?.as_blob()?),
         })
     })

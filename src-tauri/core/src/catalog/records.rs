@@ -20,7 +20,10 @@ pub type ProductId = i64;
 pub struct NewPhoto {
     /// Lower- or upper-case hex SHA-256 of the original file (stored lower-case).
     pub sha256: String,
+    /// For display (lossy when the path is not valid UTF-8).
     pub original_path: String,
+    /// The exact bytes when the path is not valid UTF-8 ([`crate::stored_path`]).
+    pub original_path_bytes: Option<Vec<u8>>,
     pub file_bytes: u64,
     pub width: u32,
     pub height: u32,
@@ -194,7 +197,11 @@ pub struct ProductRecord {
     /// never invalid ones, which cannot be saved).
     pub flags: Vec<FieldFlag>,
     pub sha256: String,
+    /// For display (lossy when the path is not valid UTF-8).
     pub original_path: String,
+    /// The path's exact bytes in lowercase hex, only when it is not valid UTF-8
+    /// ([`crate::stored_path`]); the file is [`ProductRecord::photo_path`].
+    pub original_path_bytes: Option<String>,
     /// `data:image/jpeg;base64,…`
     pub thumbnail: String,
 }
@@ -425,4 +432,12 @@ pub struct AttemptRecord {
     pub error_message: Option<String>,
     pub proposal: Option<Product>,
     pub raw_response: Option<String>,
+}
+
+impl ProductRecord {
+    /// The file the product's photo was read from, exactly (also when its name is not UTF-8).
+    pub fn photo_path(&self) -> std::path::PathBuf {
+        crate::stored_path::StoredPath::from_text_and_hex(&self.original_path, self.original_path_bytes.as_deref())
+            .to_path_buf()
+    }
 }

@@ -18,7 +18,6 @@
 //! With [`super::ImportOptions::fail_fast`] (the CLI's `extract`), every failure fails its item
 //! at once instead, as a single call would.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -92,7 +91,7 @@ fn classify(error: &ExtractError) -> Fault {
 
 async fn work(shared: &Arc<Shared>, pipeline: &Pipeline, item: &Claimed) -> Result<(), ImportError> {
     let id = item.id;
-    let path = PathBuf::from(&item.path);
+    let path = item.path.to_path_buf();
     let prepared = {
         let _slot = shared.prepare_slots.acquire().await;
         pipeline.prepare_known(&path, item.sha256.clone()).await

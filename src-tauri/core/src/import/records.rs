@@ -8,6 +8,7 @@ use crate::catalog::{AttemptId, PhotoId, ProductId};
 use crate::gemini::Usage;
 use crate::pricing::Usd;
 use crate::product::{FieldFlag, Product};
+use crate::stored_path::StoredPath;
 use crate::ErrorReport;
 
 /// A row of `import_items`.
@@ -271,7 +272,11 @@ pub struct ProposalSummary {
 pub struct ImportRow {
     #[ts(type = "number")]
     pub id: ItemId,
+    /// For display: lossy (U+FFFD) when the path is not valid UTF-8.
     pub path: String,
+    /// The path's exact bytes in lowercase hex, only when it is not valid UTF-8
+    /// ([`crate::stored_path`]).
+    pub path_bytes: Option<String>,
     /// The last path component, for display.
     pub file_name: String,
     pub state: ItemState,
@@ -375,7 +380,11 @@ pub struct Enqueued {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[ts(export)]
 pub struct EnqueuedFile {
+    /// For display: lossy (U+FFFD) when the path is not valid UTF-8.
     pub path: String,
+    /// The path's exact bytes in lowercase hex, only when it is not valid UTF-8
+    /// ([`crate::stored_path`]).
+    pub path_bytes: Option<String>,
     /// The file's own row: new, listed before (the same path and bytes), or skipped.
     #[ts(type = "number")]
     pub item: ItemId,
@@ -383,6 +392,18 @@ pub struct EnqueuedFile {
     /// in the queue, the item with the same bytes (its proposal is this file's; no second call).
     #[ts(type = "number")]
     pub result_of: ItemId,
+}
+
+impl EnqueuedFile {
+    pub fn stored_path(&self) -> StoredPath {
+        StoredPath::from_text_and_hex(&self.path, self.path_bytes.as_deref())
+    }
+}
+
+impl ImportRow {
+    pub fn stored_path(&self) -> StoredPath {
+        StoredPath::from_text_and_hex(&self.path, self.path_bytes.as_deref())
+    }
 }
 
 impl std::ops::AddAssign for EnqueueReport {

@@ -9,15 +9,16 @@ use sha2::{Digest, Sha256};
 
 use super::records::SkipReason;
 use crate::intake::{self, has_photo_extension, IntakeError};
+use crate::stored_path::StoredPath;
 
 /// One file, ready to be queued.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Scanned {
     /// A photo to extract. `sha256` is `None` when the file is larger than intake accepts: it is
     /// not read here, and preparing it fails with `image_too_large`.
-    Photo { path: String, sha256: Option<String> },
+    Photo { path: StoredPath, sha256: Option<String> },
     /// Listed, never extracted.
-    Skipped { path: String, reason: SkipReason, message: String },
+    Skipped { path: StoredPath, reason: SkipReason, message: String },
 }
 
 /// Walks `paths` and hands the entries to `emit` in batches of `first` entries, then of `batch`;
@@ -91,7 +92,7 @@ pub(crate) fn scan(
 }
 
 fn skipped(path: &Path, reason: SkipReason, message: String) -> Scanned {
-    Scanned::Skipped { path: path.to_string_lossy().into_owned(), reason, message }
+    Scanned::Skipped { path: StoredPath::new(path), reason, message }
 }
 
 /// Hashes the file while checking its first bytes: an image format intake cannot prepare (HEIC,
@@ -107,9 +108,9 @@ fn photo(path: &Path, max_file_bytes: u64) -> Scanned {
     if !meta.is_file() {
         return skipped(path, SkipReason::NotAPhoto, IntakeError::NotAFile { path: path.into() }.to_string());
     }
-    let text = path.to_string_lossy().into_owned();
+    let stored = StoredPath::new(path);
     if meta.len() > max_file_bytes {
-        return Scanned::Photo { path: text, sha256: None };
+        return Scanned::Photo { path: stored, sha256: None };
     }
     let mut file = match std::fs::File::open(path) {
         Ok(file) => file,
@@ -133,7 +134,7 @@ fn photo(path: &Path, max_file_bytes: u64) -> Scanned {
         }
         hasher.update(&buf[..n]);
     }
-    Scanned::Photo { path: text, sha256: Some(hex::encode(hasher.finalize())) }
+    Scanned::Photo { path: stored, sha256: Some(hex::encode(hasher.finalize())) }
 }
 
 #[cfg(test)]
@@ -158,7 +159,7 @@ mod tests {
         });
         assert_eq!(batches.iter().map(Vec::len).collect::<Vec<_>>(), [1, 2, 2]);
         let all: Vec<Scanned> = batches.into_iter().flatten().collect();
-        let name = |p: &str| root.join(p).to_string_lossy().into_owned();
+        let name = |p: &str| StoredPath::new(&root.join(p));
         let sha = hex::encode(Sha256::digest(b"\xFF\xD8\xFFjpeg-ish"));
         assert_eq!(all[0], Scanned::Photo { path: name("shoot/a.jpg"), sha256: Some(sha) });
         assert!(

@@ -24,6 +24,7 @@ use crate::gemini::Usage;
 use crate::pipeline::checked_for_save;
 use crate::pricing::Usd;
 use crate::product::{FieldFlag, Product};
+use crate::stored_path::StoredPath;
 use crate::ErrorReport;
 
 /// The queue's rows, read and written through the catalog's thread. Cheap to clone. Reading needs
@@ -50,7 +51,7 @@ pub(crate) struct Counted<T> {
 #[derive(Debug, Clone)]
 pub(crate) struct Claimed {
     pub id: ItemId,
-    pub path: String,
+    pub path: StoredPath,
     /// The SHA-256 computed when the file was queued: intake does not hash the file again.
     pub sha256: Option<String>,
     pub attempts: u32,
@@ -219,9 +220,10 @@ pub(crate) fn insert_batch(
                 let listed: Option<ItemId> = tx
                     .query_row(
                         "SELECT id FROM import_items
-                         WHERE path = ?1 AND sha256 IS NULL AND state = 'skipped' AND skip_reason = ?2
+                         WHERE path = ?1 AND path_bytes IS ?3 AND sha256 IS NULL AND state = 'skipped'
+                           AND skip_reason = ?2
                          ORDER BY id DESC LIMIT 1",
-                        params![path, reason.as_str()],
+                        params![path.text(), reason.as_str(), path.bytes()],
                         |row| row.get(0),
                     )
                     .optional()?;
@@ -248,7 +250,7 @@ pub(crate) fn insert_batch(
                 (path, item, result_of)
             }
         };
-        done.files.push(EnqueuedFile { path: path.clone(), item, result_of });
+        done.files.push(EnqueuedFile { path: path.text().to_owned(), path_bytes: path.bytes_hex(), item, result_of });
     }
     tx.commit()?;
     Ok(done)
@@ -257,7 +259,7 @@ pub(crate) fn insert_batch(
 /// One photo of [`insert_batch`]: returns its item and the item whose result stands for it.
 fn place_photo(
     tx: &Connection,
-    path: &str,
+    path: &StoredPath,
     sha256: Option<&str>,
     force: bool,
     (origin, batch): (ItemOrigin, bool),
@@ -266,8 +268,9 @@ fn place_photo(
 ) -> Result<(ItemId, ItemId), ImportError> {
     let pending: Option<ItemId> = tx
         .query_row(
-            "SELECT id FROM import_items WHERE path = ?1 AND state IN ('queued', 'preparing', 'extracting', 'submitted')",
-            [path],
+            "SELECT id FROM import_items
+             WHERE path = ?1 AND path_bytes IS ?2 AND state IN ('queued', 'preparing', 'extracting', 'submitted')",
+            params![path.text(), path.bytes()],
             |row| row.get(0),
         )
         .optional()?;
@@ -280,8 +283,8 @@ fn place_photo(
         let listed: Option<(ItemId, String, Option<String>, Option<ItemId>)> = tx
             .query_row(
                 "SELECT id, state, skip_reason, duplicate_of_item FROM import_items
-                 WHERE path = ?1 AND sha256 IS ?2 ORDER BY id DESC LIMIT 1",
-                params![path, sha256],
+                 WHERE path = ?1 AND path_bytes IS ?3 AND sha256 IS ?2 ORDER BY id DESC LIMIT 1",
+                params![path.text(), sha256, path.bytes()],
                 |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
             )
             .optional()?;
@@ -329,11 +332,19 @@ fn place_photo(
     }
     let inserted: Option<ItemId> = tx
         .query_row(
-            "INSERT INTO import_items (path, sha256, state, forced, origin, batch, queued_at, updated_at)
-             VALUES (?1, ?2, 'queued', ?3, ?4, ?6, ?5, ?5)
+            "INSERT INTO import_items (path, path_bytes, sha256, state, forced, origin, batch, queued_at, updated_at)
+             VALUES (?1, ?7, ?2, 'queued', ?3, ?4, ?6, ?5, ?5)
              ON CONFLICT DO NOTHING
              RETURNING id",
-            params![path, sha256, force, origin.as_str(), now, batch && origin == ItemOrigin::Import],
+            params![
+                path.text(),
+                sha256,
+                force,
+                origin.as_str(),
+                now,
+                batch && origin == ItemOrigin::Import,
+                path.bytes()
+            ],
             |row| row.get(0),
         )
         .optional()?;
@@ -346,8 +357,9 @@ fn place_photo(
         None => {
             report.unchanged += 1;
             tx.query_row(
-                "SELECT id FROM import_items WHERE path = ?1 AND state IN ('queued', 'preparing', 'extracting', 'submitted')",
-                [path],
+                "SELECT id FROM import_items
+                 WHERE path = ?1 AND path_bytes IS ?2 AND state IN ('queued', 'preparing', 'extracting', 'submitted')",
+                params![path.text(), path.bytes()],
                 |row| row.get(0),
             )?
         }
@@ -381,7 +393,7 @@ fn requeue(tx: &Connection, item: ItemId, origin: ItemOrigin, now: i64) -> Resul
 
 /// A file listed as skipped, and why.
 struct Skip<'a> {
-    path: &'a str,
+    path: &'a StoredPath,
     sha256: Option<&'a str>,
     reason: SkipReason,
     message: &'a str,
@@ -400,11 +412,11 @@ fn insert_skipped(tx: &Connection, skip: &Skip<'_>, origin: ItemOrigin, now: i64
     };
     Ok(tx.query_row(
         "INSERT INTO import_items (path, sha256, state, skip_reason, duplicate_of_item, duplicate_of_product,
-                                   error_code, error_message, origin, queued_at, updated_at)
-         VALUES (?1, ?2, 'skipped', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)
+                                   error_code, error_message, origin, queued_at, updated_at, path_bytes)
+         VALUES (?1, ?2, 'skipped', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10)
          RETURNING id",
         params![
-            path,
+            path.text(),
             sha256,
             reason.as_str(),
             dup_item,
@@ -412,7 +424,8 @@ fn insert_skipped(tx: &Connection, skip: &Skip<'_>, origin: ItemOrigin, now: i64
             code.map(ErrorCode::as_str),
             message,
             origin.as_str(),
-            now
+            now,
+            path.bytes()
         ],
         |row| row.get(0),
     )?)
@@ -456,12 +469,12 @@ pub(crate) fn claim_next(conn: &mut Connection, origins: Origins, now: i64) -> R
                  WHERE id = (SELECT id FROM import_items WHERE state = 'queued' AND origin = ?2
                              ORDER BY attempts, id LIMIT 1)
                    AND state = 'queued'
-                 RETURNING id, path, sha256, attempts, origin, batch",
+                 RETURNING id, path, sha256, attempts, origin, batch, path_bytes",
                 params![now, origin.as_str()],
                 |row| {
                     Ok(Claimed {
                         id: row.get(0)?,
-                        path: row.get(1)?,
+                        path: StoredPath::from_stored(row.get(1)?, row.get(6)?),
                         sha256: row.get(2)?,
                         attempts: row.get(3)?,
                         origin: *origin,
@@ -807,7 +820,7 @@ const ROW_SELECT: &str = "
            i.updated_at, i.looks_like_distance,
            lp.id, lp.name,
            li.id, li.path, json_extract(li.proposal_json, '$.name'),
-           i.origin
+           i.origin, i.path_bytes
     FROM import_items i
     LEFT JOIN products lp ON lp.photo_id = i.looks_like_photo_id AND lp.duplicate_of IS NULL AND lp.deleted_at IS NULL
     LEFT JOIN import_items li ON li.id = (SELECT max(x.id) FROM import_items x
@@ -848,12 +861,12 @@ fn row(r: &Row<'_>) -> rusqlite::Result<ImportRow> {
     };
     let origin_text: String = r.get(21)?;
     let origin = ItemOrigin::parse(&origin_text).ok_or_else(|| bad_column(21, &origin_text))?;
-    let file_name =
-        std::path::Path::new(&path).file_name().map_or_else(|| path.clone(), |n| n.to_string_lossy().into_owned());
+    let stored = StoredPath::from_stored(path, r.get(22)?);
     Ok(ImportRow {
         id: r.get(0)?,
-        file_name,
-        path,
+        file_name: stored.file_name(),
+        path_bytes: stored.bytes_hex(),
+        path: stored.text().to_owned(),
         state,
         origin,
         attempts: r.get(3)?,

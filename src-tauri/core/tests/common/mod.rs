@@ -19,6 +19,7 @@ pub fn photo(n: u32) -> NewPhoto {
     NewPhoto {
         sha256: format!("{n:064x}"),
         original_path: format!("/photos/IMG_{n:04}.jpg"),
+        original_path_bytes: None,
         file_bytes: 1_000,
         width: 640,
         height: 480,
