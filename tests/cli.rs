@@ -839,6 +839,8 @@ async fn a_file_name_that_is_not_utf8_extracts_and_imports_and_json_carries_its_
     assert_eq!(lines[0]["ok"], true, "{lines:?}");
     assert_eq!(lines[0]["file"], odd.to_string_lossy().as_ref());
     assert_eq!(lines[0]["file_bytes"], hex(&odd), "{lines:?}");
+    let keys: Vec<&String> = lines[0].as_object().unwrap().keys().take(3).collect();
+    assert_eq!(keys, ["file", "file_bytes", "ok"], "the file comes first, as for every line");
     // A UTF-8 name has no file_bytes.
     let out = cli(&data, &env, &["extract", "--json", fixture().to_str().unwrap()]).await;
     assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));

@@ -517,13 +517,18 @@ fn json_line(file: &std::path::Path, outcome: &Outcome, billed: Option<pe_core::
     value.to_string()
 }
 
-/// A JSON line's `"file"`: the path for display (lossy when it is not valid UTF-8), and then
-/// `"file_bytes"`, the exact bytes in lowercase hex, only for such a path.
+/// A JSON line's `"file"`, its first key: the path for display (lossy when it is not valid
+/// UTF-8), and then `"file_bytes"`, the exact bytes in lowercase hex, only for such a path.
 pub(crate) fn put_file(value: &mut Value, path: &StoredPath) {
-    value["file"] = json!(path.text());
+    let mut line = serde_json::Map::new();
+    line.insert("file".into(), json!(path.text()));
     if let Some(bytes) = path.bytes_hex() {
-        value["file_bytes"] = json!(bytes);
+        line.insert("file_bytes".into(), json!(bytes));
     }
+    if let Value::Object(rest) = std::mem::take(value) {
+        line.extend(rest.into_iter().filter(|(k, _)| k != "file" && k != "file_bytes"));
+    }
+    *value = Value::Object(line);
 }
 
 fn text_line(file: &std::path::Path, outcome: &Outcome) -> String {
