@@ -1,5 +1,8 @@
 //! The headless CLI: the real binary, no display, against the fake Gemini on 127.0.0.1.
 
+#[path = "../src-tauri/core/tests/barcode_photos/mod.rs"]
+mod barcode_photos;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -867,4 +870,36 @@ async fn a_file_name_that_is_not_utf8_extracts_and_imports_and_json_carries_its_
     let status: Value = serde_json::from_slice(&out.stdout).unwrap();
     let with_bytes = status["items"].as_array().unwrap().iter().filter(|i| i.get("file_bytes").is_some()).count();
     assert!(with_bytes >= 2, "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn extract_json_lines_carry_the_barcodes_read_and_show_tells_the_gtins_source() {
+    use barcode_photos::{draw, finish, scene, Effects, Placement, Symbol, Symbology};
+    let fake = FakeGemini::start(FakeOptions::default()).await.unwrap();
+    // Gemini reads another (valid) GTIN than the photo's EAN-13 4006381333931.
+    fake.push(Behavior::Fixed(json!({"name": "Tomato soup", "gtin": "0036000291452"})));
+    let dir = tempfile::tempdir().unwrap();
+    let mut img = scene(3);
+    draw(&mut img, &Symbol::new(Symbology::Ean13, "400638133393"), Placement::plain((768.0, 700.0)));
+    let photo = dir.path().join("soup.png");
+    finish(img, Effects::default(), 3).save(&photo).unwrap();
+    let broken = dir.path().join("broken.jpg");
+    std::fs::write(&broken, b"not an image at all").unwrap();
+    let env = [("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &fake.base_url() as &str)];
+    let args = ["extract", "--json", "--save", photo.to_str().unwrap(), broken.to_str().unwrap()];
+    let out = cli(dir.path(), &env, &args).await;
+    let lines = json_lines(&out);
+    assert_eq!(lines[0]["barcodes"], json!(["4006381333931"]), "{lines:?}");
+    assert_eq!(lines[0]["product"]["gtin"], "4006381333931");
+    let flag = lines[0]["flags"].as_array().unwrap().iter().find(|f| f["kind"] == "barcode").unwrap();
+    assert_eq!(flag["field"], "gtin");
+    assert!(flag["message"].as_str().unwrap().contains("Gemini read 0036000291452"), "{flag}");
+    assert!(lines[1].get("barcodes").is_none(), "a photo never prepared read nothing: {}", lines[1]);
+
+    let out = cli(dir.path(), &[], &["products", "show", "1", "--json"]).await;
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(shown["product"]["gtin_source"], "photo");
+    let text = cli(dir.path(), &[], &["products", "show", "1"]).await;
+    let text = String::from_utf8_lossy(&text.stdout).to_string();
+    assert!(text.contains("4006381333931 (from the photo's barcode)"), "{text}");
 }

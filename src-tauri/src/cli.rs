@@ -293,6 +293,8 @@ async fn extract(state: &AppState, args: ExtractArgs) -> i32 {
         };
         // What the item's last attempt was billed, for a failed line (a blocked or cut-off answer).
         let billed = detail.as_ref().ok().and_then(|d| d.attempt.as_ref()).and_then(|a| a.usage);
+        // What its photo's barcode read, when it was prepared.
+        let barcodes = detail.as_ref().ok().and_then(|d| d.barcodes.as_deref()).map(barcode_gtins);
         let outcome = match detail {
             Ok(detail) => outcome_of(&queue, state, detail, args.save).await,
             Err(e) => Err(ErrorReport::from(e)),
@@ -309,7 +311,7 @@ async fn extract(state: &AppState, args: ExtractArgs) -> i32 {
         }
         let stored = file.stored_path().to_path_buf();
         let shown = given.get(&stored).cloned().unwrap_or(stored);
-        let line = if args.json { json_line(&shown, &outcome, billed) } else { text_line(&shown, &outcome) };
+        let line = if args.json { json_line(&shown, &outcome, billed, barcodes) } else { text_line(&shown, &outcome) };
         if writeln!(stdout, "{line}").and_then(|()| stdout.flush()).is_err() {
             return EXIT_FAILED;
         }
@@ -483,8 +485,14 @@ pub(crate) fn cost_text(cost: &CostTotal) -> String {
 
 type Outcome = Result<(Answer, Option<i64>), ErrorReport>;
 
-/// `billed`: the usage of a failed item's answer, when Gemini billed one.
-fn json_line(file: &std::path::Path, outcome: &Outcome, billed: Option<pe_core::gemini::Usage>) -> String {
+/// `billed`: the usage of a failed item's answer, when Gemini billed one; `barcodes`: what the
+/// photo's barcode read (`barcode_gtins`), when it was prepared.
+fn json_line(
+    file: &std::path::Path,
+    outcome: &Outcome,
+    billed: Option<pe_core::gemini::Usage>,
+    barcodes: Option<Value>,
+) -> String {
     let mut value = match outcome {
         Ok((e, saved)) => {
             let mut v = json!({
@@ -514,7 +522,15 @@ fn json_line(file: &std::path::Path, outcome: &Outcome, billed: Option<pe_core::
         }
     };
     put_file(&mut value, &StoredPath::new(file));
+    if let Some(barcodes) = barcodes {
+        value["barcodes"] = barcodes;
+    }
     value.to_string()
+}
+
+/// A JSON line's `"barcodes"`: the GTINs read on the photo, in the order found.
+pub(crate) fn barcode_gtins(barcodes: &[pe_core::barcode::Barcode]) -> Value {
+    json!(barcodes.iter().map(|b| b.gtin.as_str()).collect::<Vec<_>>())
 }
 
 /// A JSON line's `"file"`, its first key: the path for display (lossy when it is not valid

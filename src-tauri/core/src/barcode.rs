@@ -24,11 +24,14 @@ use rxing::oned::MultiFormatUPCEANReader;
 use rxing::{BinaryBitmap, DecodeHints, Luma8Source};
 use serde::{Deserialize, Serialize};
 
-use crate::product::{check_gtin, gtin_key};
+use ts_rs::TS;
+
+use crate::product::{check_gtin, gtin_key, FieldFlag, FlagKind, Product};
 
 /// The barcode symbologies we read: the ones a retail product carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
+#[ts(export)]
 pub enum BarcodeFormat {
     Ean13,
     Ean8,
@@ -50,7 +53,8 @@ impl BarcodeFormat {
 
 /// An axis-aligned box in the photo's pixels (the image given to [`read_barcodes`]), inclusive of
 /// `min`, exclusive of `max`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
 pub struct PixelBox {
     pub x_min: u32,
     pub y_min: u32,
@@ -59,7 +63,8 @@ pub struct PixelBox {
 }
 
 /// One barcode read from a photo.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
 pub struct Barcode {
     /// The GTIN (8, 12 or 13 digits, check digit verified); see the module's notes.
     pub gtin: String,
@@ -128,6 +133,73 @@ pub fn read_barcodes_luma(luma: &GrayImage) -> Vec<Barcode> {
         barcodes.push(Barcode { gtin, format, box_2d: box_2d(bounds, width, height), bounds });
     }
     barcodes
+}
+
+/// Where a product's GTIN came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum GtinSource {
+    /// A barcode read on the machine from the product's photo.
+    Photo,
+    /// Gemini's answer (no barcode was read, or it could not settle the GTIN).
+    Model,
+    /// Typed or changed by a person (neither the barcode's nor Gemini's).
+    Review,
+}
+
+/// The barcode is the truth for `gtin`: the one rule for a proposal. `barcodes` are every barcode
+/// read on the product's photos (one photo today; several later: pass them all).
+///
+/// - One distinct GTIN read (by [`gtin_key`], so a GTIN-12 and its GTIN-13 form are one): when
+///   Gemini's GTIN is another or missing, the product takes the barcode's and the returned flag
+///   (kind [`FlagKind::Barcode`], field `gtin`) says what Gemini read and what the barcode says.
+///   Either way `gtin` leaves `uncertain_fields`: the barcode settled it.
+/// - Two or more different GTINs read: nothing is overridden; the flag says which were read.
+/// - None read: the product is left as it is, no flag.
+pub fn apply_barcodes(product: &mut Product, barcodes: &[Barcode]) -> Option<FieldFlag> {
+    let mut read: Vec<&str> = Vec::new();
+    for barcode in barcodes {
+        if !read.iter().any(|g| gtin_key(g) == gtin_key(&barcode.gtin)) {
+            read.push(&barcode.gtin);
+        }
+    }
+    let gemini = product.gtin.clone();
+    let gemini_text = match &gemini {
+        Some(g) => format!("Gemini read {g}"),
+        None => "Gemini read no GTIN".to_owned(),
+    };
+    let flag = |message: String| FieldFlag { field: "gtin".into(), kind: FlagKind::Barcode, message };
+    match read.as_slice() {
+        [] => None,
+        [only] => {
+            product.uncertain_fields.retain(|f| f != "gtin");
+            if gemini.as_deref().is_some_and(|g| gtin_key(g) == gtin_key(only)) {
+                return None;
+            }
+            product.gtin = Some((*only).to_owned());
+            Some(flag(format!("The photo's barcode reads {only}; {gemini_text}. The barcode's GTIN is used.")))
+        }
+        several => Some(flag(format!(
+            "{} different barcodes were read on the photo ({}); {gemini_text}. Check which one is this product's.",
+            several.len(),
+            several.join(", ")
+        ))),
+    }
+}
+
+/// Where `gtin` came from, given the proposal it was saved from (`proposed_gtin`, `None` without
+/// one) and the barcodes read on the photo: a barcode's GTIN is the photo's; Gemini's proposed
+/// GTIN (not a barcode's) the model's; any other a person's. `None` without a GTIN.
+pub fn gtin_source(gtin: Option<&str>, proposed_gtin: Option<&str>, barcodes: &[Barcode]) -> Option<GtinSource> {
+    let key = gtin_key(gtin?);
+    if barcodes.iter().any(|b| gtin_key(&b.gtin) == key) {
+        Some(GtinSource::Photo)
+    } else if proposed_gtin.is_some_and(|p| gtin_key(p) == key) {
+        Some(GtinSource::Model)
+    } else {
+        Some(GtinSource::Review)
+    }
 }
 
 /// Below this many pixels a side, no EAN/UPC symbol (95 modules) fits.
@@ -290,6 +362,70 @@ fn correlation(a: &[f32], b: &[f32]) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn read(gtin: &str) -> Barcode {
+        let bounds = PixelBox { x_min: 0, y_min: 0, x_max: 10, y_max: 10 };
+        Barcode { gtin: gtin.into(), format: BarcodeFormat::Ean13, bounds, box_2d: [0, 0, 10, 10] }
+    }
+
+    fn gemini(gtin: Option<&str>) -> Product {
+        Product {
+            name: "Soup".into(),
+            gtin: gtin.map(str::to_owned),
+            uncertain_fields: vec!["gtin".into(), "brand".into()],
+            ..Product::default()
+        }
+    }
+
+    #[test]
+    fn the_barcode_overrides_a_wrong_or_missing_gtin_with_a_flag() {
+        for (said, read_as) in [(Some("4006381333932"), "Gemini read 4006381333932"), (None, "Gemini read no GTIN")] {
+            let mut product = gemini(said);
+            let flag = apply_barcodes(&mut product, &[read("4006381333931")]).expect("a flag");
+            assert_eq!(product.gtin.as_deref(), Some("4006381333931"));
+            assert_eq!((flag.field.as_str(), flag.kind), ("gtin", FlagKind::Barcode));
+            assert!(flag.message.contains("barcode reads 4006381333931") && flag.message.contains(read_as), "{flag:?}");
+            assert_eq!(product.uncertain_fields, ["brand"], "the barcode settled the GTIN");
+        }
+    }
+
+    #[test]
+    fn a_matching_gtin_stands_without_a_flag_in_either_length() {
+        for said in ["0036000291452", "036000291452"] {
+            let mut product = gemini(Some(said));
+            assert_eq!(apply_barcodes(&mut product, &[read("036000291452")]), None);
+            assert_eq!(product.gtin.as_deref(), Some(said), "Gemini's form of the same code is kept");
+            assert_eq!(product.uncertain_fields, ["brand"]);
+        }
+    }
+
+    #[test]
+    fn no_barcode_leaves_the_proposal_alone() {
+        let mut product = gemini(Some("4006381333932"));
+        assert_eq!(apply_barcodes(&mut product, &[]), None);
+        assert_eq!(product, gemini(Some("4006381333932")));
+    }
+
+    #[test]
+    fn two_different_barcodes_override_nothing_and_say_so() {
+        let mut product = gemini(Some("4006381333932"));
+        // The same code twice (12 and 13 digits) is one barcode.
+        let reads = [read("4006381333931"), read("036000291452"), read("0036000291452")];
+        let flag = apply_barcodes(&mut product, &reads).expect("a flag");
+        assert_eq!(product, gemini(Some("4006381333932")));
+        assert_eq!(flag.kind, FlagKind::Barcode);
+        assert!(flag.message.starts_with("2 different barcodes were read on the photo (4006381333931, 036000291452)"));
+    }
+
+    #[test]
+    fn the_gtin_source_is_the_photo_the_model_or_a_person() {
+        let reads = [read("036000291452")];
+        assert_eq!(gtin_source(Some("0036000291452"), Some("1"), &reads), Some(GtinSource::Photo));
+        assert_eq!(gtin_source(Some("4006381333931"), Some("4006381333931"), &reads), Some(GtinSource::Model));
+        assert_eq!(gtin_source(Some("4006381333931"), Some("4006381333931"), &[]), Some(GtinSource::Model));
+        assert_eq!(gtin_source(Some("4006381333931"), None, &[]), Some(GtinSource::Review));
+        assert_eq!(gtin_source(None, Some("4006381333931"), &reads), None);
+    }
 
     #[test]
     fn upc_e_expands_by_gs1_zero_suppression() {

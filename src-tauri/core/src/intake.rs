@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use ts_rs::TS;
 
+use crate::barcode::{self, Barcode};
 use crate::config::ImageConfig;
 use crate::error::{Coded, ErrorCode};
 
@@ -197,6 +198,9 @@ pub struct PreparedImage {
     pub sha256: String,
     /// Long edge [`THUMBNAIL_LONG_EDGE`] (or smaller if the photo is), oriented, no metadata.
     pub thumbnail_jpeg: Vec<u8>,
+    /// The EAN/UPC barcodes read from the prepared pixels (before JPEG encoding), boxes in the
+    /// prepared image's pixels; empty when none is legible (never an error).
+    pub barcodes: Vec<Barcode>,
 }
 
 impl fmt::Debug for PreparedImage {
@@ -211,6 +215,7 @@ impl fmt::Debug for PreparedImage {
             .field("file_bytes", &self.file_bytes)
             .field("sha256", &self.sha256)
             .field("thumbnail_jpeg", &format_args!("{} bytes", self.thumbnail_jpeg.len()))
+            .field("barcodes", &self.barcodes)
             .finish()
     }
 }
@@ -581,12 +586,14 @@ fn prepare_bytes_inner(bytes: &[u8], cfg: &ImageConfig, sha256: Option<String>) 
     let jpeg = encode_jpeg(&decoded.image, cfg.jpeg_quality.clamp(1, 100))?;
     let thumb = fit_within(&decoded.image, THUMBNAIL_LONG_EDGE)?;
     let thumbnail_jpeg = encode_jpeg(thumb.as_ref().unwrap_or(&decoded.image), THUMBNAIL_QUALITY)?;
+    let barcodes = barcode::read_barcodes_luma(&luma_of(&decoded.image));
     let sha256 = sha256.unwrap_or_else(|| hex::encode(Sha256::digest(bytes)));
     tracing::debug!(
         format = %source_format,
         original = %format_args!("{}x{}", decoded.original_width, decoded.original_height),
         prepared = %format_args!("{}x{}", decoded.image.width, decoded.image.height),
         jpeg_bytes = jpeg.len(),
+        barcodes = barcodes.len(),
         "photo prepared"
     );
     Ok(PreparedImage {
@@ -599,6 +606,7 @@ fn prepare_bytes_inner(bytes: &[u8], cfg: &ImageConfig, sha256: Option<String>) 
         file_bytes: bytes.len() as u64,
         sha256,
         thumbnail_jpeg,
+        barcodes,
     })
 }
 
@@ -899,6 +907,16 @@ fn apply_orientation(src: Rgb, orientation: Orientation) -> Rgb {
         }
     }
     Rgb { width: dw as u32, height: dh as u32, data }
+}
+
+/// The luma plane (BT.601 weights, as JPEG's Y) of `image`, for the barcode reader.
+fn luma_of(image: &Rgb) -> image::GrayImage {
+    let luma = image
+        .data
+        .chunks_exact(3)
+        .map(|px| ((77 * u32::from(px[0]) + 150 * u32::from(px[1]) + 29 * u32::from(px[2]) + 128) >> 8) as u8)
+        .collect();
+    image::GrayImage::from_raw(image.width, image.height, luma).unwrap_or_default()
 }
 
 /// Baseline JPEG, 4:2:0, no metadata (TurboJPEG writes only a JFIF APP0 header).

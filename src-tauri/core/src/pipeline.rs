@@ -5,7 +5,8 @@
 //! prepare_known(file, sha256) ─ intake (blocking pool)
 //! record_photo                ─ catalog thread, own tx
 //! call_gemini                 ─ through the resilience stack (no transaction open anywhere)
-//! GeminiCall::into_outcome    ─ the attempt to record, with the proposal or the error
+//! GeminiCall::into_outcome    ─ the attempt to record, with the proposal (the photo's barcode
+//!                               applied: [`proposal`]) and its flags, or the error
 //! save(photo, attempt, reviewed product) ─ validate ─ save_product (one tx)
 //! ```
 //! Every catalog call is its own short transaction on the catalog thread, so no transaction can
@@ -19,6 +20,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+use crate::barcode::{self, Barcode};
 use crate::catalog::CostTotal;
 use crate::catalog::{
     local_user, AttemptId, AttemptOutcome, AttemptUsage, Catalog, CatalogError, NewAttempt, NewPhoto, PhotoId,
@@ -309,6 +311,7 @@ impl Pipeline {
             pricing: self.pricing.clone(),
             batch: false,
             opened_by,
+            barcodes: image.barcodes.clone(),
         }
     }
 
@@ -434,13 +437,16 @@ pub struct GeminiCall {
     pub batch: bool,
     /// For an open breaker: what its latest failures were, when they agree.
     pub opened_by: Option<ErrorCode>,
+    /// The barcodes read on the photo before the call (see [`proposal`]).
+    pub barcodes: Vec<Barcode>,
 }
 
 /// How a [`GeminiCall`] ended, with the attempt to record in the audit trail.
 #[derive(Debug)]
 pub enum GeminiOutcome {
-    /// Gemini proposed a product; `attempt` records it.
-    Answered { attempt: NewAttempt, answer: Box<GeminiExtraction> },
+    /// Gemini proposed a product; `attempt` records it. `answer.product` is the proposal (the
+    /// photo's barcode applied, see [`proposal`]) and `flags` are its flags.
+    Answered { attempt: NewAttempt, answer: Box<GeminiExtraction>, flags: Vec<FieldFlag> },
     /// The call failed. Gemini's own errors and the time limiter's timeouts are attempts; the
     /// stack's rejections (open breaker, full bulkhead, rate limit) never reached Gemini and are not.
     Failed { attempt: Option<NewAttempt>, error: ExtractError },
@@ -449,9 +455,11 @@ pub enum GeminiOutcome {
 impl GeminiCall {
     /// The result, with the attempt that records it.
     pub fn into_outcome(self) -> GeminiOutcome {
-        let Self { photo_id, model, started_at, elapsed_ms, result, pricing, batch, opened_by } = self;
+        let Self { photo_id, model, started_at, elapsed_ms, result, pricing, batch, opened_by, barcodes } = self;
         let mut outcome = match result {
-            Ok(answer) => {
+            Ok(mut answer) => {
+                let (product, flags) = proposal(std::mem::take(&mut answer.product), &barcodes);
+                answer.product = product;
                 let latency_ms = u64::try_from(answer.latency.as_millis()).unwrap_or(elapsed_ms);
                 let attempt = NewAttempt {
                     photo_id,
@@ -464,8 +472,9 @@ impl GeminiCall {
                     model_version: answer.model_version.clone(),
                     cost: None,
                     batch,
+                    barcodes: Some(barcodes),
                 };
-                GeminiOutcome::Answered { attempt, answer: Box::new(answer) }
+                GeminiOutcome::Answered { attempt, answer: Box::new(answer), flags }
             }
             Err(rejection) => {
                 let (raw_response, billed) = match &rejection {
@@ -489,6 +498,7 @@ impl GeminiCall {
                     model_version: None,
                     cost: None,
                     batch,
+                    barcodes: Some(barcodes),
                 });
                 GeminiOutcome::Failed { attempt, error }
             }
@@ -502,6 +512,16 @@ impl GeminiCall {
         }
         outcome
     }
+}
+
+/// Gemini's product as the reviewer is shown it, with its flags: the barcodes read on the photo
+/// applied ([`barcode::apply_barcodes`]: a barcode is the truth for `gtin`), then validated. The
+/// one place a proposal is made, for a direct call and a batch's answer alike.
+pub fn proposal(mut product: Product, barcodes: &[Barcode]) -> (Product, Vec<FieldFlag>) {
+    let read = barcode::apply_barcodes(&mut product, barcodes);
+    let mut flags = product.validate();
+    flags.extend(read);
+    (product, flags)
 }
 
 /// Every billed attempt, success or failure, is priced from its recorded usage: the one place

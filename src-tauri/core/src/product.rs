@@ -78,6 +78,9 @@ pub enum FlagKind {
     Invalid,
     /// The model said it is unsure of this value. Saving is allowed.
     Uncertain,
+    /// A barcode read on the photo decided (or could not decide) the value: the message says
+    /// what the barcode says and what Gemini read. Saving is allowed.
+    Barcode,
 }
 
 /// A field the reviewer should look at.

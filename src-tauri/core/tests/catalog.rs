@@ -65,6 +65,7 @@ fn proposed(photo_id: PhotoId, name: &str) -> NewAttempt {
         model_version: None,
         cost: None,
         batch: false,
+        barcodes: None,
     }
 }
 
@@ -170,6 +171,7 @@ async fn the_audit_trail_keeps_failures_and_proposals() {
             model_version: None,
             cost: None,
             batch: false,
+            barcodes: None,
         })
         .await
         .unwrap();

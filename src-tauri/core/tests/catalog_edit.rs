@@ -34,6 +34,7 @@ fn proposal(photo_id: PhotoId, product: Product, started_at: i64) -> NewAttempt 
         model_version: None,
         cost: None,
         batch: false,
+        barcodes: None,
     }
 }
 
@@ -386,6 +387,7 @@ async fn a_reextraction_replaces_the_proposal_and_an_attempt_must_fit() {
             model_version: None,
             cost: None,
             batch: false,
+            barcodes: None,
             ..proposal(record.photo_id, product("x"), T0 + 60)
         })
         .await

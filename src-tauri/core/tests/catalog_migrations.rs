@@ -35,6 +35,8 @@ const EARLIER: &[Earlier] = &[
     Earlier { version: 6, seed: SEED_V5 },
     // 0007 added batch mode (the queue rebuilt with `submitted`): the same rows.
     Earlier { version: 7, seed: SEED_V5 },
+    // 0008 made paths bytes (NULL for every UTF-8 path): the same rows.
+    Earlier { version: 8, seed: SEED_V5 },
 ];
 
 /// Three photos; a proposed and a failed attempt; three products: one reviewed from a proposal

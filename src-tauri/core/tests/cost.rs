@@ -134,6 +134,7 @@ fn a_failed_but_billed_attempt_is_priced_and_its_model_read_from_the_body() {
         model_version: None,
         cost: None,
         batch: true,
+        barcodes: None,
     };
     price_attempt(&mut attempt, &PricingConfig::default());
     assert_eq!(attempt.model_version.as_deref(), Some("gemini-2.5-flash"));
@@ -181,6 +182,7 @@ async fn spend_per_day_and_model_from_a_real_file() {
             model_version: None,
             cost: None,
             batch,
+            barcodes: None,
         };
         price_attempt(&mut attempt, &pricing);
         s.catalog.record_attempt(attempt).await.unwrap();

@@ -245,6 +245,7 @@ async fn resumes_after_a_crash_at_each_state_boundary() {
             model_version: None,
             cost: None,
             batch: false,
+            barcodes: None,
         };
         attempts.push(s.catalog.record_attempt(attempt).await.unwrap());
     }

@@ -2,20 +2,23 @@
 //! runs it: interactive, failing fast): a real photo, the real client against the fake Gemini on
 //! 127.0.0.1, and a real SQLite file.
 
+mod barcode_photos;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use fake_gemini::{Behavior, FakeGemini, FakeOptions};
-use pe_core::catalog::{AttemptOutcomeKind, Catalog};
+use pe_core::barcode::GtinSource;
+use pe_core::catalog::{AttemptOutcomeKind, Catalog, RevisionSource, UpdateProduct};
 use pe_core::config::{ApiKey, GeminiConfig, ImageConfig};
 use pe_core::gemini::GeminiClient;
 use pe_core::import::{
     ClaimScope, EnqueueOptions, ImportError, ImportItemDetail, ImportOptions, ImportQueue, ItemState, SkipReason,
 };
 use pe_core::pipeline::{Pipeline, SaveError, UnixClock};
-use pe_core::product::Product;
+use pe_core::product::{FlagKind, Product};
 use pe_core::resilience::{ResilienceConfig, ResilienceStack};
 use pe_core::ErrorCode;
 
@@ -264,4 +267,100 @@ async fn a_breaker_opened_by_429s_says_gemini_kept_answering_429() {
     assert_eq!(messages[0].0, ErrorCode::GeminiQuota, "{messages:?}");
     assert_eq!(messages[2].0, ErrorCode::CircuitOpen, "{messages:?}");
     assert!(messages[2].1.starts_with("Gemini kept answering 429 (quota), so calls are paused until "), "{messages:?}");
+}
+
+/// A generated product photo in `dir`: the scene, with a real EAN-13 (GTIN 4006381333931) drawn
+/// on it when `barcode`.
+fn barcode_photo(dir: &Path, barcode: bool) -> PathBuf {
+    use barcode_photos::{draw, finish, scene, Effects, Placement, Symbol, Symbology};
+    let mut img = scene(7);
+    if barcode {
+        draw(&mut img, &Symbol::new(Symbology::Ean13, "400638133393"), Placement::plain((768.0, 700.0)));
+    }
+    let path = dir.join(if barcode { "with-barcode.png" } else { "without-barcode.png" });
+    finish(img, Effects::default(), 7).save(&path).unwrap();
+    path
+}
+
+/// Gemini's answer, fixed: a soup with this GTIN.
+fn soup(gtin: &str) -> Behavior {
+    Behavior::Fixed(serde_json::json!({"name": "Tomato soup", "gtin": gtin, "uncertain_fields": ["gtin"]}))
+}
+
+const BARCODE_GTIN: &str = "4006381333931";
+
+#[tokio::test]
+async fn the_photos_barcode_overrides_a_wrong_gtin_with_a_flag() {
+    let s = setup().await;
+    s.fake.push(soup("0036000291452"));
+    let queue = s.queue().await;
+    let e = extract(&queue, &barcode_photo(s._dir.path(), true)).await;
+    assert_eq!(e.row.state, ItemState::Ready, "{:?}", e.row.last_error);
+    let read: Vec<&str> = e.barcodes.as_deref().unwrap().iter().map(|b| b.gtin.as_str()).collect();
+    assert_eq!(read, [BARCODE_GTIN]);
+    let proposal = e.proposal.clone().unwrap();
+    assert_eq!(proposal.gtin.as_deref(), Some(BARCODE_GTIN));
+    assert!(proposal.uncertain_fields.is_empty(), "the barcode settled the GTIN");
+    let flags: Vec<_> = e.flags.iter().filter(|f| f.field == "gtin").collect();
+    assert_eq!(flags.len(), 1, "{:?}", e.flags);
+    assert_eq!(flags[0].kind, FlagKind::Barcode);
+    assert!(flags[0].message.contains("barcode reads 4006381333931"), "{}", flags[0].message);
+    assert!(flags[0].message.contains("Gemini read 0036000291452"), "{}", flags[0].message);
+    // The attempt keeps what was read, and the proposal it made.
+    let attempt_id = e.attempt.as_ref().unwrap().id;
+    let (stored, proposal_json): (String, String) = s
+        .pipeline
+        .catalog()
+        .with_connection(move |c| {
+            Ok(c.query_row("SELECT barcodes_json, proposal_json FROM attempts WHERE id = ?1", [attempt_id], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?)
+        })
+        .await
+        .unwrap();
+    assert!(stored.contains(r#""gtin":"4006381333931""#) && stored.contains(r#""format":"ean13""#), "{stored}");
+    assert!(proposal_json.contains(BARCODE_GTIN));
+    // Saved, the product says where its GTIN came from.
+    let record = queue.save_item(e.row.id, proposal).await.unwrap();
+    assert_eq!(record.gtin_source, Some(GtinSource::Photo));
+    let mut typed = record.saved.clone();
+    typed.gtin = Some("0036000291452".into());
+    let edit = UpdateProduct {
+        id: record.id,
+        expected_revision: record.revision,
+        saved: typed,
+        attempt_id: None,
+        source: RevisionSource::Edit,
+        saved_by: "staff".into(),
+        saved_at: 2_000,
+    };
+    let record = s.pipeline.catalog().update_product(edit).await.unwrap();
+    assert_eq!(record.gtin_source, Some(GtinSource::Review), "a GTIN typed over the barcode's is a person's");
+}
+
+#[tokio::test]
+async fn a_gtin_that_matches_the_barcode_is_not_flagged() {
+    let s = setup().await;
+    s.fake.push(soup(BARCODE_GTIN));
+    let queue = s.queue().await;
+    let e = extract(&queue, &barcode_photo(s._dir.path(), true)).await;
+    assert_eq!(e.row.state, ItemState::Ready, "{:?}", e.row.last_error);
+    assert_eq!(e.proposal.as_ref().unwrap().gtin.as_deref(), Some(BARCODE_GTIN));
+    assert!(e.flags.is_empty(), "{:?}", e.flags);
+    let record = queue.save_item(e.row.id, e.proposal.clone().unwrap()).await.unwrap();
+    assert_eq!(record.gtin_source, Some(GtinSource::Photo));
+}
+
+#[tokio::test]
+async fn without_a_barcode_geminis_gtin_stands() {
+    let s = setup().await;
+    s.fake.push(soup("0036000291452"));
+    let queue = s.queue().await;
+    let e = extract(&queue, &barcode_photo(s._dir.path(), false)).await;
+    assert_eq!(e.row.state, ItemState::Ready, "{:?}", e.row.last_error);
+    assert_eq!(e.barcodes.as_deref(), Some(&[][..]), "read, nothing found");
+    assert_eq!(e.proposal.as_ref().unwrap().gtin.as_deref(), Some("0036000291452"));
+    assert!(e.flags.iter().all(|f| f.kind != FlagKind::Barcode), "{:?}", e.flags);
+    let record = queue.save_item(e.row.id, e.proposal.clone().unwrap()).await.unwrap();
+    assert_eq!(record.gtin_source, Some(GtinSource::Model));
 }

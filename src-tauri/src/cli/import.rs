@@ -32,7 +32,10 @@ use tokio::sync::broadcast::error::RecvError;
 
 use pe_core::stored_path::StoredPath;
 
-use super::{cost_json, cost_text, put_file, usage_error, usage_json, EXIT_FAILED, EXIT_GAVE_UP, EXIT_OK, EXIT_USAGE};
+use super::{
+    barcode_gtins, cost_json, cost_text, put_file, usage_error, usage_json, EXIT_FAILED, EXIT_GAVE_UP, EXIT_OK,
+    EXIT_USAGE,
+};
 use crate::state::{AppState, STACK_NAME};
 
 #[derive(Debug, Args)]
@@ -447,6 +450,9 @@ fn json_line(d: &ImportItemDetail, save: bool, given: bool) -> (String, bool) {
         }
     };
     put_file(&mut value, &row.stored_path());
+    if let Some(barcodes) = &d.barcodes {
+        value["barcodes"] = barcode_gtins(barcodes);
+    }
     value["state"] = json!(row.state);
     value["item_id"] = json!(row.id);
     let failed = value["ok"] == false && (row.skipped.is_none() || unreadable_given(d, given).is_some());

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use pe_core::barcode::GtinSource;
 use pe_core::catalog::{local_user, ProductRecord, RevisionRecord};
 use pe_core::ErrorReport;
 use serde_json::json;
@@ -44,6 +45,16 @@ pub async fn show(state: &AppState, id: i64, json: bool) -> i32 {
     EXIT_OK
 }
 
+/// " (from the photo's barcode)", after a GTIN.
+fn gtin_source_text(source: Option<GtinSource>) -> &'static str {
+    match source {
+        Some(GtinSource::Photo) => " (from the photo's barcode)",
+        Some(GtinSource::Model) => " (read by Gemini)",
+        Some(GtinSource::Review) => " (typed in review)",
+        None => "",
+    }
+}
+
 fn print_record(record: &ProductRecord) {
     let p = &record.saved;
     println!("#{} {}", record.id, p.name);
@@ -51,7 +62,7 @@ fn print_record(record: &ProductRecord) {
         ("brand", p.brand.clone()),
         ("category", p.category.clone()),
         ("price", p.price.as_ref().map(|pr| format!("{:.2} {}", pr.amount, pr.currency))),
-        ("gtin", p.gtin.clone()),
+        ("gtin", p.gtin.as_ref().map(|g| format!("{g}{}", gtin_source_text(record.gtin_source)))),
         ("color", p.color.clone()),
         ("size", p.size.clone()),
         ("material", p.material.clone()),

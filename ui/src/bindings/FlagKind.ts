@@ -3,4 +3,4 @@
 /**
  * Why a field is flagged for the reviewer.
  */
-export type FlagKind = "invalid" | "uncertain";
+export type FlagKind = "invalid" | "uncertain" | "barcode";

@@ -51,6 +51,7 @@ const detail = (r: ImportRow, attemptId: number, name = `Product ${r.id}`): Impo
   proposal: { ...emptyProduct(), name, brand: "Brand" },
   flags: [{ field: "gtin", kind: "invalid", message: "check digit" }],
   attempt: { id: attemptId, model: "gemini-test", latency_ms: 120, usage: null, raw_response: "{}", cost_usd: null, batch: false },
+  barcodes: [],
 });
 
 const progress = (status: ImportStatus): ImportProgress => ({
@@ -93,7 +94,7 @@ describe("extract cards from the queue's rows", () => {
     expect(isReviewable(cards[0])).toBe(true);
     expect(stageText(cards[0], null)).toBe("Ready for review");
     expect(productLine(cards[0])).toEqual({ name: "Product 1", brand: "Brand" });
-    expect(cardFlags(cards[0])).toEqual({ invalid: 1, uncertain: 0, total: 1 });
+    expect(cardFlags(cards[0])).toEqual({ invalid: 1, uncertain: 0, barcode: 0, total: 1 });
   });
 
   it("keeps the order cards arrived in and appends new rows", () => {
@@ -104,7 +105,7 @@ describe("extract cards from the queue's rows", () => {
 
   it("counts the row's flags until the proposal is read", () => {
     const card = newCard(ready(4));
-    expect(cardFlags(card)).toEqual({ invalid: 0, uncertain: 0, total: 1 });
+    expect(cardFlags(card)).toEqual({ invalid: 0, uncertain: 0, barcode: 0, total: 1 });
     expect(productLine(card).name).toBe("Product 4");
   });
 

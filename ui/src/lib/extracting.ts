@@ -206,9 +206,9 @@ export function productLine(card: ExtractCard): { name: string; brand: string } 
 
 /** The flags a card counts: the reviewer's, else the proposal's; `total` alone when only the
  * row's count is known. */
-export function cardFlags(card: ExtractCard): { invalid: number; uncertain: number; total: number } {
+export function cardFlags(card: ExtractCard): { invalid: number; uncertain: number; barcode: number; total: number } {
   const flags = card.draftFlags ?? card.detail?.flags ?? null;
-  if (flags === null) return { invalid: 0, uncertain: 0, total: card.row.flag_count };
+  if (flags === null) return { invalid: 0, uncertain: 0, barcode: 0, total: card.row.flag_count };
   const counts = countFlags(flags);
-  return { ...counts, total: counts.invalid + counts.uncertain };
+  return { ...counts, total: counts.invalid + counts.uncertain + counts.barcode };
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { FieldFlag } from "../bindings/FieldFlag";
-import { countFlags, flagKind, flagsFor, hasInvalid, mergeFlags, messagesFor, unplacedFlags } from "./flags";
+import { countFlags, flagKind, flagsFor, hasInvalid, keepBarcodeFlags, mergeFlags, messagesFor, unplacedFlags } from "./flags";
 
 const flags: FieldFlag[] = [
   { field: "price", kind: "uncertain", message: "Gemini was not sure of this value" },
@@ -32,7 +32,7 @@ describe("flag lookup", () => {
   });
 
   it("counts", () => {
-    expect(countFlags(flags)).toEqual({ invalid: 3, uncertain: 2 });
+    expect(countFlags(flags)).toEqual({ invalid: 3, uncertain: 2, barcode: 0 });
     expect(hasInvalid(flags)).toBe(true);
     expect(hasInvalid(flags.filter((f) => f.kind === "uncertain"))).toBe(false);
   });
@@ -47,5 +47,19 @@ describe("flag lookup", () => {
     const merged = mergeFlags(flags, local);
     expect(merged.filter((f) => f.field === "gtin")).toEqual(local);
     expect(merged).toHaveLength(flags.length);
+  });
+
+  it("shows a barcode flag's message, ranks it under invalid, and keeps it across validations", () => {
+    const barcode: FieldFlag = {
+      field: "gtin",
+      kind: "barcode",
+      message: "The photo's barcode reads 4006381333931; Gemini read 0036000291452. The barcode's GTIN is used.",
+    };
+    const uncertain: FieldFlag = { field: "gtin", kind: "uncertain", message: "Gemini was not sure of this value" };
+    expect(flagKind([uncertain, barcode], "gtin")).toBe("barcode");
+    expect(messagesFor([barcode], ["gtin"])).toEqual([{ kind: "barcode", text: barcode.message }]);
+    expect(countFlags([barcode, uncertain])).toEqual({ invalid: 0, uncertain: 1, barcode: 1 });
+    const fresh: FieldFlag[] = [{ field: "name", kind: "invalid", message: "a name is required" }];
+    expect(keepBarcodeFlags(fresh, [barcode, uncertain])).toEqual([...fresh, barcode]);
   });
 });

@@ -1,5 +1,8 @@
 // Looks up the flags that concern one form field. A flag on a parent ("price", uncertain) concerns
-// its children ("price.amount", "price.currency"); invalid wins over uncertain.
+// its children ("price.amount", "price.currency"); invalid wins over barcode, barcode over uncertain.
+// A barcode flag says what the photo's barcode read and what Gemini read for the GTIN (its message
+// is shown as it is); only the validator can recompute invalid and uncertain flags, so the
+// barcode's survive a re-validation (`keepBarcodeFlags`).
 import type { FieldFlag } from "../bindings/FieldFlag";
 import type { FlagKind } from "../bindings/FlagKind";
 
@@ -18,7 +21,7 @@ export function flagsFor(flags: readonly FieldFlag[], field: string): FieldFlag[
 }
 
 function rank(kind: FlagKind): number {
-  return kind === "invalid" ? 0 : 1;
+  return kind === "invalid" ? 0 : kind === "barcode" ? 1 : 2;
 }
 
 /** The strongest flag kind for a field, or null. */
@@ -41,14 +44,21 @@ export function messagesFor(flags: readonly FieldFlag[], fields: readonly string
   return out;
 }
 
-export function countFlags(flags: readonly FieldFlag[]): { invalid: number; uncertain: number } {
+export function countFlags(flags: readonly FieldFlag[]): { invalid: number; uncertain: number; barcode: number } {
   let invalid = 0;
   let uncertain = 0;
+  let barcode = 0;
   for (const f of flags) {
     if (f.kind === "invalid") invalid += 1;
+    else if (f.kind === "barcode") barcode += 1;
     else uncertain += 1;
   }
-  return { invalid, uncertain };
+  return { invalid, uncertain, barcode };
+}
+
+/** A fresh validation's flags, with the barcode flags of `before` (the validator cannot know them). */
+export function keepBarcodeFlags(fresh: readonly FieldFlag[], before: readonly FieldFlag[]): FieldFlag[] {
+  return [...fresh, ...before.filter((f) => f.kind === "barcode")];
 }
 
 export function hasInvalid(flags: readonly FieldFlag[]): boolean {

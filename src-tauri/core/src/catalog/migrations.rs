@@ -30,6 +30,7 @@ pub const MIGRATIONS: &[Migration] = &[
     Migration { version: 6, name: "0006_cost", sql: include_str!("migrations/0006_cost.sql") },
     Migration { version: 7, name: "0007_batch", sql: include_str!("migrations/0007_batch.sql") },
     Migration { version: 8, name: "0008_path_bytes", sql: include_str!("migrations/0008_path_bytes.sql") },
+    Migration { version: 9, name: "0009_barcodes", sql: include_str!("migrations/0009_barcodes.sql") },
 ];
 
 /// The schema version this build writes.

@@ -9,6 +9,7 @@ use super::columns::{conversion_error, get_u64, json_column, to_i64};
 pub(crate) use super::columns::thumbnail_url;
 use super::records::*;
 use super::CatalogError;
+use crate::barcode::{self, Barcode};
 use crate::error::ErrorCode;
 use crate::pricing::Usd;
 use crate::product::{FlagKind, Product};
@@ -73,8 +74,9 @@ pub(super) fn record_attempt_in(tx: &Connection, attempt: &NewAttempt) -> Result
     let id = tx.query_row(
         "INSERT INTO attempts (photo_id, model, started_at, latency_ms, prompt_tokens, output_tokens,
                                thoughts_tokens, total_tokens, outcome, proposal_json, error_code,
-                               error_message, raw_response, cached_tokens, model_version, cost_nanos, batch)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
+                               error_message, raw_response, cached_tokens, model_version, cost_nanos, batch,
+                               barcodes_json)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
          RETURNING id",
         params![
             attempt.photo_id,
@@ -94,6 +96,7 @@ pub(super) fn record_attempt_in(tx: &Connection, attempt: &NewAttempt) -> Result
             attempt.model_version,
             attempt.cost.map(Usd::nanos),
             attempt.batch,
+            attempt.barcodes.as_ref().map(serde_json::to_string).transpose()?,
         ],
         |row| row.get(0),
     )?;
@@ -282,17 +285,21 @@ pub(super) fn get_product(conn: &Connection, id: ProductId) -> Result<ProductRec
     let mut stmt = conn.prepare_cached(
         "SELECT p.id, p.photo_id, p.attempt_id, p.proposed_json, p.saved_json, p.revision, p.created_at,
                 p.updated_at, ph.sha256, ph.original_path, ph.thumbnail_jpeg, p.updated_by, p.duplicate_of,
-                p.deleted_at, p.deleted_by, ph.original_path_bytes
-         FROM products p JOIN photos ph ON ph.id = p.photo_id
+                p.deleted_at, p.deleted_by, ph.original_path_bytes, a.barcodes_json
+         FROM products p JOIN photos ph ON ph.id = p.photo_id LEFT JOIN attempts a ON a.id = p.attempt_id
          WHERE p.id = ?1",
     )?;
     stmt.query_row([id], |row| {
         let saved = json_column::<Product>(row, 4)?.ok_or_else(|| conversion_error(4, "saved_json is NULL".into()))?;
+        let proposed: Option<Product> = json_column(row, 3)?;
+        let barcodes: Vec<Barcode> = json_column(row, 16)?.unwrap_or_default();
+        let proposed_gtin = proposed.as_ref().and_then(|p| p.gtin.as_deref());
         Ok(ProductRecord {
             id: row.get(0)?,
             photo_id: row.get(1)?,
             attempt_id: row.get(2)?,
-            proposed: json_column(row, 3)?,
+            gtin_source: barcode::gtin_source(saved.gtin.as_deref(), proposed_gtin, &barcodes),
+            proposed,
             flags: saved.validate(),
             saved,
             revision: row.get(5)?,

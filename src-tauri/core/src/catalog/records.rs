@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+use crate::barcode::{Barcode, GtinSource};
 use crate::error::ErrorCode;
 use crate::pricing::{BilledTokens, Usd};
 use crate::product::{FieldChange, FieldFlag, Price, Product};
@@ -53,6 +54,9 @@ pub struct NewAttempt {
     pub cost: Option<Usd>,
     /// Billed at the Batch API's discount.
     pub batch: bool,
+    /// The barcodes read on the photo before the call; `None`: not read (an attempt recorded
+    /// without the import's intake, or from before schema version 9).
+    pub barcodes: Option<Vec<Barcode>>,
 }
 
 /// Token counts from Gemini's `usageMetadata`.
@@ -175,6 +179,9 @@ pub struct ProductRecord {
     pub proposed: Option<Product>,
     /// What the reviewer saved.
     pub saved: Product,
+    /// Where the saved GTIN came from (`barcode::gtin_source`: a barcode read on the photo by
+    /// the attempt in force, Gemini's proposal, or a person); `None` without a GTIN.
+    pub gtin_source: Option<GtinSource>,
     /// 1 on creation, +1 on every save.
     pub revision: u32,
     #[ts(type = "number")]

@@ -485,11 +485,11 @@ async fn settle(shared: &Arc<Shared>, open: &OpenBatch, status: BatchStatus) -> 
             pricing: pipeline.pricing_table(),
             batch: true,
             opened_by: None,
+            barcodes: item.barcodes,
         };
         let finish = match call.into_outcome() {
-            GeminiOutcome::Answered { attempt, answer } => {
+            GeminiOutcome::Answered { attempt, answer, flags } => {
                 let product = answer.product;
-                let flags = product.validate();
                 Finish {
                     id: item.id,
                     from: ItemState::Submitted,

@@ -27,8 +27,9 @@ use super::driver::stop_for;
 use super::phash;
 use super::records::{ItemOrigin, ItemState};
 use super::shared::{lock, Hold, Shared, THROTTLE_WAIT};
-use super::store::{self, Claimed, Finish};
+use super::store::{self, Claimed, Finish, PreparedRow};
 use super::ImportError;
+use crate::catalog::PhotoId;
 use crate::error::{Coded, ErrorCode};
 use crate::intake::PreparedImage;
 use crate::pipeline::{failing, ExtractError, GeminiOutcome, Pipeline};
@@ -113,10 +114,8 @@ async fn work(shared: &Arc<Shared>, pipeline: &Pipeline, item: &Claimed) -> Resu
     if item.batch {
         // Batch mode: `extracting` now (the photo recorded), then the prepared request waits in
         // the chunk the batch task submits; this task ends once it is there.
-        let (sha256, now) = (image.sha256.clone(), shared.now());
-        let moved = shared
-            .counted(move |conn| store::mark_extracting(conn, id, photo_id, &sha256, phash, looks_like, now))
-            .await?;
+        let (prepared, now) = (prepared_row(&image, photo_id, phash, looks_like), shared.now());
+        let moved = shared.counted(move |conn| store::mark_extracting(conn, id, &prepared, now)).await?;
         if moved.value {
             shared.item_changed(id, ItemState::Extracting, &moved);
             if let Some(hash) = phash {
@@ -157,11 +156,9 @@ async fn work(shared: &Arc<Shared>, pipeline: &Pipeline, item: &Claimed) -> Resu
             }
         }
     };
-    let (sha256, now) = (image.sha256.clone(), shared.now());
+    let (prepared, now) = (prepared_row(&image, photo_id, phash, looks_like), shared.now());
     let mark = async {
-        let moved = shared
-            .counted(move |conn| store::mark_extracting(conn, id, photo_id, &sha256, phash, looks_like, now))
-            .await?;
+        let moved = shared.counted(move |conn| store::mark_extracting(conn, id, &prepared, now)).await?;
         if moved.value {
             shared.item_changed(id, ItemState::Extracting, &moved);
             if let Some(hash) = phash {
@@ -188,6 +185,15 @@ async fn work(shared: &Arc<Shared>, pipeline: &Pipeline, item: &Claimed) -> Resu
     // Recorded (or not, then the budget check reads the catalog as it is): no longer reserved.
     drop(reservation);
     finished
+}
+
+fn prepared_row(
+    image: &PreparedImage,
+    photo_id: PhotoId,
+    phash: Option<u64>,
+    looks_like: Option<(PhotoId, u32)>,
+) -> PreparedRow {
+    PreparedRow { photo_id, sha256: image.sha256.clone(), phash, looks_like, barcodes: image.barcodes.clone() }
 }
 
 /// Whether the next call fits in today's budget.
@@ -249,9 +255,8 @@ async fn classified(
 ) -> Result<Finish, ImportError> {
     let id = item.id;
     Ok(match outcome {
-        GeminiOutcome::Answered { attempt, answer } => {
+        GeminiOutcome::Answered { attempt, answer, flags } => {
             let product = answer.product;
-            let flags = product.validate();
             shared.record_finished();
             Finish {
                 id,

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+use crate::barcode::Barcode;
 use crate::catalog::{AttemptId, PhotoId, ProductId};
 use crate::gemini::Usage;
 use crate::pricing::Usd;
@@ -340,6 +341,8 @@ pub struct ImportItemDetail {
     pub proposal: Option<Product>,
     pub flags: Vec<FieldFlag>,
     pub attempt: Option<AttemptInfo>,
+    /// The barcodes read from its photo when it was last prepared; `None`: not prepared (yet).
+    pub barcodes: Option<Vec<Barcode>>,
 }
 
 /// An item changed state. The window refreshes the visible row; the CLI prints finished items.

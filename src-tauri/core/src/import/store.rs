@@ -17,6 +17,7 @@ use super::progress::StateCounts;
 use super::records::*;
 use super::scan::Scanned;
 use super::ImportError;
+use crate::barcode::Barcode;
 use crate::catalog::tx as catalog_tx;
 use crate::catalog::{local_user, Catalog, NewAttempt, PhotoId, ProductId, ProductRecord, RevisionSource, SaveProduct};
 use crate::error::ErrorCode;
@@ -496,25 +497,35 @@ pub(crate) fn claim_next(conn: &mut Connection, origins: Origins, now: i64) -> R
 pub(crate) fn mark_extracting(
     conn: &mut Connection,
     id: ItemId,
-    photo_id: PhotoId,
-    sha256: &str,
-    phash: Option<u64>,
-    looks_like: Option<(PhotoId, u32)>,
+    prepared: &PreparedRow,
     now: i64,
 ) -> Result<bool, ImportError> {
+    let PreparedRow { photo_id, sha256, phash, looks_like, barcodes } = prepared;
+    let barcodes_json = serde_json::to_string(barcodes)?;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     if let Some(hash) = phash {
-        catalog_tx::set_photo_phash(&tx, photo_id, &phash::to_hex(hash))?;
+        catalog_tx::set_photo_phash(&tx, *photo_id, &phash::to_hex(*hash))?;
     }
     let changed = tx.execute(
         "UPDATE import_items
          SET state = 'extracting', photo_id = ?2, sha256 = ?3, looks_like_photo_id = ?4, looks_like_distance = ?5,
-             updated_at = ?6
+             barcodes_json = ?7, updated_at = ?6
          WHERE id = ?1 AND state = 'preparing'",
-        params![id, photo_id, sha256, looks_like.map(|l| l.0), looks_like.map(|l| l.1), now],
+        params![id, photo_id, sha256, looks_like.map(|l| l.0), looks_like.map(|l| l.1), now, barcodes_json],
     )?;
     tx.commit()?;
     Ok(changed == 1)
+}
+
+/// What an item's prepared photo adds to its row as it becomes `extracting`.
+pub(crate) struct PreparedRow {
+    pub photo_id: PhotoId,
+    pub sha256: String,
+    pub phash: Option<u64>,
+    /// The nearest earlier photo by dHash, and its distance.
+    pub looks_like: Option<(PhotoId, u32)>,
+    /// Read from the prepared photo: what a batch's answer is checked against after a restart.
+    pub barcodes: Vec<Barcode>,
 }
 
 /// Moves an item out of `preparing`/`extracting`, recording its attempt in the same transaction.
@@ -931,10 +942,10 @@ pub(crate) fn detail(conn: &mut Connection, id: ItemId) -> Result<ImportItemDeta
         .query_row([id], row)
         .optional()?
         .ok_or(ImportError::NotFound(id))?;
-    let (sha256, proposal, flags, attempt) = conn.query_row(
+    let (sha256, proposal, flags, attempt, barcodes) = conn.query_row(
         "SELECT i.sha256, i.proposal_json, i.flags_json,
                 a.id, a.model, a.latency_ms, a.prompt_tokens, a.output_tokens, a.thoughts_tokens, a.total_tokens,
-                a.raw_response, a.cached_tokens, a.cost_nanos, a.batch
+                a.raw_response, a.cached_tokens, a.cost_nanos, a.batch, i.barcodes_json
          FROM import_items i LEFT JOIN attempts a ON a.id = i.attempt_id
          WHERE i.id = ?1",
         [id],
@@ -963,10 +974,11 @@ pub(crate) fn detail(conn: &mut Connection, id: ItemId) -> Result<ImportItemDeta
                 }
                 None => None,
             };
-            Ok((r.get::<_, Option<String>>(0)?, proposal, flags, attempt))
+            let barcodes: Option<Vec<Barcode>> = json(r, 14)?;
+            Ok((r.get::<_, Option<String>>(0)?, proposal, flags, attempt, barcodes))
         },
     )?;
-    Ok(ImportItemDetail { row, sha256, proposal, flags, attempt })
+    Ok(ImportItemDetail { row, sha256, proposal, flags, attempt, barcodes })
 }
 
 fn json<T: serde::de::DeserializeOwned>(r: &Row<'_>, idx: usize) -> rusqlite::Result<Option<T>> {
@@ -1015,6 +1027,8 @@ pub(crate) struct BatchItem {
     pub photo_id: PhotoId,
     /// Attempts counted before this batch's.
     pub attempts: u32,
+    /// Read from its photo when it was prepared.
+    pub barcodes: Vec<Barcode>,
 }
 
 /// Before the create call: a `submitting` batch named `display_name`, linked to those of `items`
@@ -1141,10 +1155,17 @@ pub(crate) fn batch_polled(conn: &mut Connection, batch: i64, phase: BatchPhase,
 /// The items still waiting in a batch.
 pub(crate) fn batch_items(conn: &mut Connection, batch: i64) -> Result<Vec<BatchItem>, ImportError> {
     let mut stmt = conn.prepare_cached(
-        "SELECT id, photo_id, attempts FROM import_items WHERE batch_id = ?1 AND state = 'submitted' ORDER BY id",
+        "SELECT id, photo_id, attempts, barcodes_json FROM import_items
+         WHERE batch_id = ?1 AND state = 'submitted' ORDER BY id",
     )?;
-    let rows =
-        stmt.query_map([batch], |r| Ok(BatchItem { id: r.get(0)?, photo_id: r.get(1)?, attempts: r.get(2)? }))?;
+    let rows = stmt.query_map([batch], |r| {
+        Ok(BatchItem {
+            id: r.get(0)?,
+            photo_id: r.get(1)?,
+            attempts: r.get(2)?,
+            barcodes: json(r, 3)?.unwrap_or_default(),
+        })
+    })?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
