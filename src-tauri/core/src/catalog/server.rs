@@ -110,7 +110,8 @@ fn is_server_url(text: &str) -> bool {
 /// A PostgreSQL URL, parsed. `Display` and `Debug` show it with the password masked.
 #[derive(Clone)]
 pub struct ServerUrl {
-    config: tokio_postgres::Config,
+    /// Boxed: it is large, and `CatalogUrl` is mostly a path.
+    config: Box<tokio_postgres::Config>,
     masked: String,
 }
 
@@ -132,7 +133,7 @@ impl ServerUrl {
         // tokio-postgres names the option it refuses, never its value.
         let config = tokio_postgres::Config::from_str(text)
             .map_err(|e| ServerError::InvalidUrl { reason: format!("{e} in the URL {}", mask_url(text)) })?;
-        Ok(Self { config, masked: mask_url(text) })
+        Ok(Self { config: Box::new(config), masked: mask_url(text) })
     }
 
     /// The parsed settings, as given (no defaults, no password lookup).
@@ -301,7 +302,7 @@ pub type EnvFn<'a> = &'a dyn Fn(&str) -> Option<String>;
 /// (`PGHOST`, else localhost), port (`PGPORT`, else 5432), and the password (URL, `PGPASSWORD`,
 /// the password file), plus a connect timeout.
 pub fn resolve_config(url: &ServerUrl, env: EnvFn<'_>, home: Option<&Path>) -> tokio_postgres::Config {
-    let mut config = url.config.clone();
+    let mut config = (*url.config).clone();
     let nonblank = |key: &str| env(key).filter(|v| !v.trim().is_empty());
     if config.get_user().is_none() {
         let user = nonblank("PGUSER").or_else(|| whoami::username().ok()).unwrap_or_else(|| "postgres".into());
