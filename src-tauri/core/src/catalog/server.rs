@@ -130,6 +130,9 @@ impl ServerUrl {
         if !is_server_url(text) {
             return Err(ServerError::InvalidUrl { reason: "a server catalog's URL starts with postgres://".into() });
         }
+        // The scheme is case-insensitive; tokio-postgres takes it in lower case only.
+        let (scheme, rest) = text.split_once("://").expect("checked above");
+        let text = &format!("{}://{rest}", scheme.to_ascii_lowercase());
         // tokio-postgres names the option it refuses, never its value.
         let config = tokio_postgres::Config::from_str(text)
             .map_err(|e| ServerError::InvalidUrl { reason: format!("{e} in the URL {}", mask_url(text)) })?;
