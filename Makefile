@@ -9,10 +9,11 @@ SHELL := /bin/bash
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Debian 12 packages: the webview and GTK for Tauri, cmake+nasm for libjpeg-turbo's SIMD build,
-# Xvfb + WebKitWebDriver for the real-window tests; python3-venv for the Google SDK check.
+# Xvfb + WebKitWebDriver for the real-window tests; python3-venv for the Google SDK check;
+# postgresql for the team catalog's tests (a throwaway server, scripts/with-postgres).
 APT_PACKAGES := build-essential pkg-config libssl-dev cmake nasm curl \
 	libwebkit2gtk-4.1-dev libgtk-3-dev libsoup-3.0-dev librsvg2-dev libayatana-appindicator3-dev libxdo-dev \
-	xvfb xauth webkit2gtk-driver python3-venv dbus gnome-keyring
+	xvfb xauth webkit2gtk-driver python3-venv dbus gnome-keyring postgresql
 BENCH_PACKAGES := libvips-tools
 CARGO_BIN := $(HOME)/.cargo/bin
 export PATH := $(CARGO_BIN):$(PATH)
@@ -22,6 +23,9 @@ XVFB := xvfb-run -a -s "-screen 0 1280x800x24"
 # private D-Bus session with gnome-keyring unlocked, its keyring files in a throwaway directory so
 # that a developer's own keyring is never touched.
 WITH_KEYRING := scripts/with-keyring
+# The team catalog's tests need a PostgreSQL server: a throwaway one on 127.0.0.1 on a free port,
+# its URL in PRODUCT_EXTRACTOR_TEST_PG_URL, stopped and removed after (about 2 s).
+WITH_POSTGRES := scripts/with-postgres
 
 .PHONY: help run release package test test-rust test-ui test-e2e test-sdk test-package lint bench bench-startup deps deps-system deps-ui deps-driver ui bindings-check clean
 
@@ -79,7 +83,7 @@ test-ui: deps-ui
 	npm --prefix ui test
 
 test-rust: ui
-	$(WITH_KEYRING) cargo test --workspace
+	$(WITH_POSTGRES) $(WITH_KEYRING) cargo test --workspace
 
 test-e2e: ui deps-driver
 	env -u DISPLAY $(WITH_KEYRING) $(XVFB) cargo test --workspace --test e2e -- --ignored --test-threads=1

@@ -903,3 +903,62 @@ async fn extract_json_lines_carry_the_barcodes_read_and_show_tells_the_gtins_sou
     let text = String::from_utf8_lossy(&text.stdout).to_string();
     assert!(text.contains("4006381333931 (from the photo's barcode)"), "{text}");
 }
+
+/// `catalog check --json` against the real server (`scripts/with-postgres`): connects, migrates a
+/// fresh database, prints the versions and the URL with its password masked; the password never
+/// appears on stdout or stderr. Other commands refuse a server catalog with a clear message.
+#[tokio::test(flavor = "multi_thread")]
+async fn catalog_check_json_migrates_the_server_and_masks_the_password() {
+    let url = pe_core::catalog::server::testing::fresh_database("cli_check").await;
+    let password =
+        pe_core::catalog::server::ServerUrl::parse(&url).unwrap().config().get_password().map(<[u8]>::to_vec);
+    let password = String::from_utf8(password.expect("the test URL has a password")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = cli(dir.path(), &[], &["catalog", "check", "--catalog", &url, "--json"]).await;
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    let check: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(check["schema_version"], json!(pe_core::catalog::server::SERVER_SCHEMA_VERSION));
+    assert_eq!(check["applied"], json!([1]));
+    assert!(check["server_version"].as_str().unwrap().starts_with(char::is_numeric), "{check}");
+    assert!(check["url"].as_str().unwrap().starts_with("postgres://pe_test:••••@127.0.0.1:"), "{check}");
+    assert!(!stdout.contains(&password) && !stderr.contains(&password));
+
+    // Again, from the environment: nothing to migrate.
+    let out = cli(dir.path(), &[("PRODUCT_EXTRACTOR_CATALOG_URL", &url)], &["catalog", "check", "--json"]).await;
+    let check: Value = serde_json::from_str(text(&out).0.trim()).unwrap();
+    assert_eq!(check["applied"], json!([]));
+
+    // A wrong password: exit 1, a typed error, no password anywhere.
+    let wrong = url.replacen(&format!(":{password}@"), ":Wr0ng-pass@", 1);
+    let out = cli(dir.path(), &[], &["catalog", "check", "--catalog", &wrong, "--json"]).await;
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    let error: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(error["error"]["code"], "catalog", "{error}");
+    assert!(stderr.contains("refused user pe_test"), "{stderr}");
+    for shown in [&stdout, &stderr] {
+        assert!(!shown.contains("Wr0ng-pass") && !shown.contains(&password), "{shown}");
+    }
+
+    // Real work on a server catalog is refused, with what to do.
+    let out = cli(dir.path(), &[("PRODUCT_EXTRACTOR_CATALOG_URL", &url)], &["products", "list"]).await;
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("not yet supported for `products`") && stderr.contains("catalog check"), "{stderr}");
+    assert!(!stderr.contains(&password), "{stderr}");
+    // Without a server URL, `catalog check` says what it needs.
+    let out = cli(dir.path(), &[], &["catalog", "check"]).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).1.contains("needs a server catalog"));
+}
+
+/// `--catalog PATH` opens that SQLite file instead of the data dir's.
+#[tokio::test(flavor = "multi_thread")]
+async fn catalog_flag_with_a_path_opens_that_sqlite_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("elsewhere.sqlite3");
+    let out = cli(dir.path(), &[], &["products", "list", "--json", "--catalog", file.to_str().unwrap()]).await;
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+    assert!(file.exists(), "the catalog was created at the given path");
+}

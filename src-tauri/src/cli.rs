@@ -13,7 +13,9 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use pe_core::catalog::server::{CatalogUrl, ServerCatalog};
 use pe_core::catalog::{CostTotal, ExportFormat, ProductSummary};
+use pe_core::config::Config;
 use pe_core::import::{
     ClaimScope, EnqueueOptions, ImportItemDetail, ImportOptions, ImportQueue, ItemState, SkipReason,
 };
@@ -57,6 +59,10 @@ pub struct Global {
     /// The config file (TOML) [default: <data-dir>/config.toml]
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// The catalog: a SQLite file's path or a postgres:// URL (over PRODUCT_EXTRACTOR_CATALOG_URL and
+    /// [catalog] url). A server catalog works only with `catalog check` so far.
+    #[arg(long, global = true, value_name = "URL")]
+    pub catalog: Option<String>,
     /// Passed by WebKit's WebDriver when it starts the window for automation; ignored.
     #[arg(long, hide = true)]
     pub automation: bool,
@@ -83,6 +89,21 @@ pub enum Command {
     /// `key delete`.
     #[command(subcommand)]
     Key(key::KeyCommand),
+    /// The catalog itself: `catalog check` connects to a server catalog and migrates it.
+    #[command(subcommand)]
+    Catalog(CatalogCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CatalogCommand {
+    /// Connect to the server catalog (--catalog, PRODUCT_EXTRACTOR_CATALOG_URL or [catalog] url),
+    /// bring its schema up to date, and print the server's version, the schema version and the URL
+    /// (password masked). Exit 1 when it cannot connect or migrate, 2 without a postgres:// URL.
+    Check {
+        /// One JSON object (`{"url", "server_version", "schema_version", "applied"}`) instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -193,15 +214,40 @@ impl Global {
         let data_dir = pe_core::config::data_dir(self.data_dir.as_deref(), |k| std::env::var(k).ok());
         Paths::new(&data_dir, self.config.as_deref())
     }
+
+    /// The catalog chosen by `--catalog`, else `PRODUCT_EXTRACTOR_CATALOG_URL`, else the config
+    /// file's `[catalog] url`; `None`: the SQLite file in the data dir.
+    pub fn catalog_url(&self, paths: &Paths) -> Result<Option<CatalogUrl>, ErrorReport> {
+        let config = Config::load(&paths.config_file, |k| std::env::var(k).ok())?;
+        Ok(config.catalog_url(self.catalog.as_deref())?)
+    }
+
+    /// [`Global::paths`] with the catalog chosen ([`Global::catalog_url`]): another SQLite file
+    /// takes the data dir's place; a server catalog is refused for `operation` (the `Catalog` API
+    /// is SQLite's only, so far).
+    pub fn local_paths(&self, operation: &str) -> Result<Paths, ErrorReport> {
+        let mut paths = self.paths();
+        if let Some(url) = self.catalog_url(&paths)? {
+            paths.database = url.require_local(operation)?.to_path_buf();
+        }
+        Ok(paths)
+    }
 }
 
 /// Runs a subcommand and returns the exit code.
 pub fn run(global: &Global, command: Command) -> i32 {
-    let paths = global.paths();
-    let _log = crate::logging::init(&paths.log_dir, false);
+    let _log = crate::logging::init(&global.paths().log_dir, false);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => return usage_error(&format!("cannot start the async runtime: {e}")),
+    };
+    let command = match command {
+        Command::Catalog(CatalogCommand::Check { json }) => return runtime.block_on(catalog_check(global, json)),
+        command => command,
+    };
+    let paths = match global.local_paths(&format!("`{}`", command.name())) {
+        Ok(paths) => paths,
+        Err(e) => return usage_error(&e.message),
     };
     // Upgrading an existing catalog can take a while (minutes for a large one): say so on stderr,
     // so a script's log shows why nothing else happens yet.
@@ -233,8 +279,71 @@ pub fn run(global: &Global, command: Command) -> i32 {
             Command::Usage(args) => usage::run(&state, args).await,
             Command::Breaker { json } => breaker(&state, json),
             Command::Key(command) => key::run(&state, command).await,
+            Command::Catalog(_) => unreachable!("handled before the catalog opens"),
         }
     })
+}
+
+impl Command {
+    /// The subcommand as typed, for messages.
+    fn name(&self) -> &'static str {
+        match self {
+            Command::Extract(_) => "extract",
+            Command::Products(_) => "products",
+            Command::Import(_) => "import",
+            Command::Usage(_) => "usage",
+            Command::Breaker { .. } => "breaker",
+            Command::Key(_) => "key",
+            Command::Catalog(_) => "catalog",
+        }
+    }
+}
+
+/// `catalog check`: connect to the server catalog, migrate it, report. Never opens the SQLite file.
+async fn catalog_check(global: &Global, json: bool) -> i32 {
+    let url = match global.catalog_url(&global.paths()) {
+        Ok(Some(CatalogUrl::Server(url))) => url,
+        Ok(_) => {
+            return usage_error(
+                "catalog check needs a server catalog: give --catalog postgres://user@host/db, or set \
+                 PRODUCT_EXTRACTOR_CATALOG_URL or [catalog] url",
+            )
+        }
+        Err(e) => return usage_error(&e.message),
+    };
+    let env = |k: &str| std::env::var(k).ok();
+    let checked = match ServerCatalog::connect(&url, &env).await {
+        Ok(catalog) => catalog.check().await,
+        Err(e) => Err(e),
+    };
+    match checked {
+        Ok(check) => {
+            if json {
+                println!("{}", json!(check));
+            } else {
+                println!(
+                    "{}: PostgreSQL {}, catalog schema version {}{}",
+                    check.url,
+                    check.server_version,
+                    check.schema_version,
+                    if check.applied.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (migrated now: {:?})", check.applied)
+                    }
+                );
+            }
+            EXIT_OK
+        }
+        Err(e) => {
+            let report = ErrorReport::from(e);
+            if json {
+                println!("{}", json!({ "error": report }));
+            }
+            eprintln!("error: {}", report.message);
+            EXIT_FAILED
+        }
+    }
 }
 
 fn usage_error(message: &str) -> i32 {

@@ -97,7 +97,13 @@ fn run_window(global: &cli::Global, open: Vec<PathBuf>) -> i32 {
         eprintln!("error: no such file, folder or command: {} (see `product-extractor --help`)", missing.display());
         return cli::EXIT_USAGE;
     }
-    let paths = global.paths();
+    let paths = match global.local_paths("the window") {
+        Ok(paths) => paths,
+        Err(e) => {
+            eprintln!("error: {}", e.message);
+            return cli::EXIT_USAGE;
+        }
+    };
     let _log = logging::init(&paths.log_dir, true);
     tracing::info!(data_dir = %paths.data_dir.display(), "starting the window");
     let state = match opening::open_state(paths, process_env()) {

@@ -44,6 +44,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+use crate::catalog::server::CatalogUrl;
 use crate::error::{Coded, ErrorCode};
 use crate::import::grouping::{GroupBy, DEFAULT_MAX_PHOTOS_PER_PRODUCT};
 use crate::pricing::PricingConfig;
@@ -71,6 +72,20 @@ pub struct Config {
     pub batch: BatchConfig,
     /// How an import groups its photos into products (`[import]`).
     pub import: ImportConfig,
+    /// Which catalog to open (`[catalog]`).
+    pub catalog: CatalogConfig,
+}
+
+/// Which catalog to open: the SQLite file in the data dir (no URL), another SQLite file, or a
+/// PostgreSQL server (`postgres://…`, only `catalog check` works with it so far). The command
+/// line's `--catalog` wins over `PRODUCT_EXTRACTOR_CATALOG_URL`, which wins over this.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CatalogConfig {
+    /// A SQLite file's path or a `postgres://user@host:port/db` URL. Leave the password out: it is
+    /// read from `PGPASSWORD` or `~/.pgpass` (a password written here is kept in this file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 /// How an import groups its photos into products (`import::grouping`).
@@ -142,6 +157,7 @@ struct ConfigFile {
     pricing: PricingConfig,
     batch: BatchConfig,
     import: ImportConfig,
+    catalog: CatalogConfig,
 }
 
 impl From<ConfigFile> for Config {
@@ -158,15 +174,16 @@ impl From<ConfigFile> for Config {
             pricing,
             batch,
             import,
+            catalog,
         } = file;
         let resilience = ResilienceConfig { circuit_breaker, bulkhead, time_limiter, retry, rate_limiter };
-        Self { gemini, image, intake, resilience, pricing, batch, import }
+        Self { gemini, image, intake, resilience, pricing, batch, import, catalog }
     }
 }
 
 impl From<Config> for ConfigFile {
     fn from(config: Config) -> Self {
-        let Config { gemini, image, intake, resilience, pricing, batch, import } = config;
+        let Config { gemini, image, intake, resilience, pricing, batch, import, catalog } = config;
         let ResilienceConfig { circuit_breaker, bulkhead, time_limiter, retry, rate_limiter } = resilience;
         Self {
             gemini,
@@ -180,6 +197,7 @@ impl From<Config> for ConfigFile {
             pricing,
             batch,
             import,
+            catalog,
         }
     }
 }
@@ -385,6 +403,7 @@ pub const ENV_API_KEY: &str = "GEMINI_API_KEY";
 pub const ENV_BASE_URL: &str = "GEMINI_BASE_URL";
 pub const ENV_MODEL: &str = "GEMINI_MODEL";
 pub const ENV_DATA_DIR: &str = "PRODUCT_EXTRACTOR_DATA_DIR";
+pub use crate::catalog::server::ENV_CATALOG_URL;
 
 impl Config {
     /// Parses TOML text. Unknown keys are an error that names the key.
@@ -408,8 +427,12 @@ impl Config {
         Ok(config)
     }
 
-    /// Environment overrides: `GEMINI_API_KEY`, `GEMINI_BASE_URL`, `GEMINI_MODEL`.
+    /// Environment overrides: `GEMINI_API_KEY`, `GEMINI_BASE_URL`, `GEMINI_MODEL`,
+    /// `PRODUCT_EXTRACTOR_CATALOG_URL`.
     pub fn apply_env(&mut self, env: impl Fn(&str) -> Option<String>) {
+        if let Some(url) = env(ENV_CATALOG_URL).filter(|v| !v.trim().is_empty()) {
+            self.catalog.url = Some(url.trim().to_string());
+        }
         if let Some(key) = env(ENV_API_KEY).and_then(ApiKey::new) {
             self.gemini.api_key = Some(key);
         }
@@ -471,7 +494,20 @@ impl Config {
         if !(1..=MAX_PHOTOS_PER_PRODUCT_LIMIT).contains(&self.import.max_photos_per_product) {
             return invalid("import.max_photos_per_product", "must be between 1 and 16");
         }
+        self.catalog_url(None)?;
         Ok(())
+    }
+
+    /// The catalog to open: `flag` (the command line's `--catalog`), else `[catalog] url` (which
+    /// `PRODUCT_EXTRACTOR_CATALOG_URL` overrides, see [`Config::apply_env`]); `None`: the SQLite
+    /// file in the data dir. The error never shows a password.
+    pub fn catalog_url(&self, flag: Option<&str>) -> Result<Option<CatalogUrl>, ConfigError> {
+        let (key, text) = match (flag, &self.catalog.url) {
+            (Some(flag), _) => ("--catalog", flag),
+            (None, Some(url)) => ("catalog.url", url.as_str()),
+            (None, None) => return Ok(None),
+        };
+        CatalogUrl::parse(text).map(Some).map_err(|e| ConfigError::Invalid { key: key.into(), message: e.to_string() })
     }
 
     /// Writes the config as TOML, readable only by the user (it may hold the API key).

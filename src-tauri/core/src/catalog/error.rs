@@ -55,6 +55,14 @@ pub enum CatalogError {
     /// The catalog thread is gone (it cannot accept jobs any more).
     #[error("the catalog is closed")]
     Closed,
+    /// The catalog is on a PostgreSQL server, which the `Catalog` API does not work on yet (only
+    /// `product-extractor catalog check` does). `url` has its password masked.
+    #[error(
+        "the team catalog on a PostgreSQL server ({url}) is not yet supported for {operation}: only \
+         `product-extractor catalog check` works with it today; to use the local catalog, remove \
+         --catalog, PRODUCT_EXTRACTOR_CATALOG_URL or [catalog] url"
+    )]
+    ServerNotSupported { operation: String, url: String },
     /// A job panicked on the catalog thread. Its transaction was rolled back and the catalog keeps
     /// serving later calls.
     #[error("a catalog operation panicked: {message}")]
@@ -81,6 +89,7 @@ impl Coded for CatalogError {
             | Self::Json(_)
             | Self::Spawn(_)
             | Self::Closed
+            | Self::ServerNotSupported { .. }
             | Self::Panicked { .. } => ErrorCode::Catalog,
         }
     }

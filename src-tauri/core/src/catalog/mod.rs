@@ -73,6 +73,7 @@ pub mod migrations;
 pub(crate) mod queries;
 pub mod records;
 mod revisions;
+pub mod server;
 pub(crate) mod tx;
 mod usage;
 

@@ -1,0 +1,661 @@
+//! The team catalog on a PostgreSQL server (issue 13): where a catalog is ([`CatalogUrl`]),
+//! connecting with a pool ([`ServerCatalog::connect`]), and the server's versioned migrations.
+//!
+//! Only the foundation is here: the `Catalog` API is SQLite's alone, so opening a server catalog
+//! for real work is refused with [`CatalogError::ServerNotSupported`](super::CatalogError) (see
+//! [`CatalogUrl::require_local`]); `product-extractor catalog check` connects and migrates.
+//!
+//! - The password comes from the URL, else `PGPASSWORD`, else the password file (`PGPASSFILE`,
+//!   default `~/.pgpass`, ignored when group or others can read it), in libpq's order. It never
+//!   appears in a `Display`, a log line or an error: [`ServerUrl`]'s `Display` masks it.
+//! - TLS (rustls, the certificate verified against Mozilla's roots) with `sslmode=require`;
+//!   without it (libpq's default `prefer`, or `disable`) the connection is plain TCP.
+//! - Migrations: `migrations/pg/NNNN_*.sql`, numbered on their own, each applied in its own
+//!   transaction together with its row in `schema_migrations`, under a transaction-scoped advisory
+//!   lock, so desktops starting at once migrate once (the others wait, then find nothing to do).
+//!   A server at a newer version than this build knows is refused ([`ServerError::SchemaTooNew`]).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use tokio_postgres::config::{Host, SslMode};
+use tokio_postgres::error::SqlState;
+
+use super::migrations::Migration;
+use super::CatalogError;
+use crate::error::{Coded, ErrorCode};
+
+/// The server's migrations, in order (versions from 1, no gaps). Append-only, like SQLite's.
+pub const SERVER_MIGRATIONS: &[Migration] =
+    &[Migration { version: 1, name: "pg/0001_catalog", sql: include_str!("migrations/pg/0001_catalog.sql") }];
+
+/// The server schema version this build writes.
+pub const SERVER_SCHEMA_VERSION: u32 = SERVER_MIGRATIONS[SERVER_MIGRATIONS.len() - 1].version;
+
+/// The key of the advisory lock every migration runs under ("pe_migra").
+const MIGRATION_LOCK: i64 = 0x7065_5f6d_6967_7261;
+
+/// How long connecting may take when the URL does not say (`connect_timeout`).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections a desktop keeps to the server at most.
+const POOL_SIZE: usize = 8;
+
+/// `PRODUCT_EXTRACTOR_CATALOG_URL`: the catalog to open, over `[catalog] url`.
+pub const ENV_CATALOG_URL: &str = "PRODUCT_EXTRACTOR_CATALOG_URL";
+
+/// Where a catalog lives: a SQLite file, or a PostgreSQL server.
+#[derive(Clone, PartialEq, Eq)]
+pub enum CatalogUrl {
+    /// A SQLite file (a path, or `sqlite:PATH`).
+    Sqlite(PathBuf),
+    /// A `postgres://` or `postgresql://` URL.
+    Server(ServerUrl),
+}
+
+impl CatalogUrl {
+    /// A `postgres://` / `postgresql://` URL is a server; anything else is a SQLite file's path
+    /// (`sqlite:` in front is allowed). Blank is an error.
+    pub fn parse(text: &str) -> Result<Self, ServerError> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(ServerError::InvalidUrl { reason: "the catalog URL is empty".into() });
+        }
+        if is_server_url(text) {
+            return ServerUrl::parse(text).map(Self::Server);
+        }
+        if text.contains("://") {
+            return Err(ServerError::InvalidUrl {
+                reason: "a catalog is a SQLite file's path or a postgres:// URL".into(),
+            });
+        }
+        let path = text.strip_prefix("sqlite:").unwrap_or(text);
+        Ok(Self::Sqlite(PathBuf::from(path)))
+    }
+
+    /// The SQLite file, or the typed refusal for a server catalog: the `Catalog` API does not
+    /// work on a server yet, so every operation but `catalog check` stops here.
+    pub fn require_local(&self, operation: &str) -> Result<&Path, CatalogError> {
+        match self {
+            Self::Sqlite(path) => Ok(path),
+            Self::Server(url) => {
+                Err(CatalogError::ServerNotSupported { operation: operation.to_string(), url: url.to_string() })
+            }
+        }
+    }
+}
+
+impl fmt::Display for CatalogUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Sqlite(path) => write!(f, "{}", path.display()),
+            Self::Server(url) => url.fmt(f),
+        }
+    }
+}
+
+impl fmt::Debug for CatalogUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CatalogUrl({self})")
+    }
+}
+
+fn is_server_url(text: &str) -> bool {
+    let lower = text.get(..13).unwrap_or(text).to_ascii_lowercase();
+    lower.starts_with("postgres://") || lower.starts_with("postgresql://")
+}
+
+/// A PostgreSQL URL, parsed. `Display` and `Debug` show it with the password masked.
+#[derive(Clone)]
+pub struct ServerUrl {
+    /// Boxed: it is large, and `CatalogUrl` is mostly a path.
+    config: Box<tokio_postgres::Config>,
+    masked: String,
+}
+
+impl PartialEq for ServerUrl {
+    fn eq(&self, other: &Self) -> bool {
+        self.config == other.config
+    }
+}
+impl Eq for ServerUrl {}
+
+impl ServerUrl {
+    /// Parses a `postgres://[user[:password]@][host][:port][/dbname][?param=value&…]` URL, with
+    /// libpq's parameters (`sslmode` disable / prefer / require, `connect_timeout`, …).
+    pub fn parse(text: &str) -> Result<Self, ServerError> {
+        let text = text.trim();
+        if !is_server_url(text) {
+            return Err(ServerError::InvalidUrl { reason: "a server catalog's URL starts with postgres://".into() });
+        }
+        // The scheme is case-insensitive; tokio-postgres takes it in lower case only.
+        let (scheme, rest) = text.split_once("://").expect("checked above");
+        let text = &format!("{}://{rest}", scheme.to_ascii_lowercase());
+        // tokio-postgres names the option it refuses, never its value.
+        let config = tokio_postgres::Config::from_str(text)
+            .map_err(|e| ServerError::InvalidUrl { reason: format!("{e} in the URL {}", mask_url(text)) })?;
+        Ok(Self { config: Box::new(config), masked: mask_url(text) })
+    }
+
+    /// The parsed settings, as given (no defaults, no password lookup).
+    pub fn config(&self) -> &tokio_postgres::Config {
+        &self.config
+    }
+
+    /// Whether the connection must use TLS (`sslmode=require`).
+    pub fn requires_tls(&self) -> bool {
+        self.config.get_ssl_mode() == SslMode::Require
+    }
+}
+
+impl fmt::Display for ServerUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.masked)
+    }
+}
+
+impl fmt::Debug for ServerUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ServerUrl({})", self.masked)
+    }
+}
+
+/// The password in a URL replaced by `••••` (in the user info and in a `password=` parameter).
+pub fn mask_url(text: &str) -> String {
+    const MASK: &str = "••••";
+    let (scheme, rest) = match text.find("://") {
+        Some(i) => text.split_at(i + 3),
+        None => ("", text),
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let authority = match authority.rfind('@') {
+        Some(at) => {
+            let (userinfo, host) = authority.split_at(at);
+            match userinfo.find(':') {
+                Some(colon) => format!("{}:{MASK}{host}", &userinfo[..colon]),
+                None => authority.to_string(),
+            }
+        }
+        None => authority.to_string(),
+    };
+    let tail = match tail.find('?') {
+        Some(q) => {
+            let (path, query) = tail.split_at(q + 1);
+            let params: Vec<String> = query
+                .split('&')
+                .map(|param| match param.split_once('=') {
+                    Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}={MASK}"),
+                    _ => param.to_string(),
+                })
+                .collect();
+            format!("{path}{}", params.join("&"))
+        }
+        None => tail.to_string(),
+    };
+    format!("{scheme}{authority}{tail}")
+}
+
+/// What can go wrong with a server catalog. No variant carries a password.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("invalid catalog URL: {reason}")]
+    InvalidUrl { reason: String },
+    #[error("cannot reach the catalog server {url}: {message}; check the host and port, and that the server runs")]
+    Unreachable { url: String, message: String },
+    #[error(
+        "the catalog server {url} refused user {user}: {message}; check the password (in the URL, \
+         PGPASSWORD or ~/.pgpass) and the server's pg_hba.conf"
+    )]
+    Auth { url: String, user: String, message: String },
+    #[error(
+        "the catalog server {url} asks for a password and none was found: put it in PGPASSWORD or \
+         ~/.pgpass (host:port:database:user:password), or in the URL"
+    )]
+    PasswordMissing { url: String },
+    #[error("the database of {url} does not exist: create it on the server (createdb), or fix the URL")]
+    NoDatabase { url: String },
+    #[error("TLS with the catalog server {url} failed: {message}")]
+    Tls { url: String, message: String },
+    #[error(
+        "the catalog on {url} has schema version {found}, newer than this app supports ({supported}); \
+         update the app"
+    )]
+    SchemaTooNew { url: String, found: u32, supported: u32 },
+    #[error("catalog server migration {version} ({name}) failed on {url}: {message}")]
+    Migration { url: String, version: u32, name: &'static str, message: String },
+    #[error("the catalog server {url} failed: {message}")]
+    Server { url: String, message: String },
+}
+
+impl Coded for ServerError {
+    fn code(&self) -> ErrorCode {
+        match self {
+            Self::InvalidUrl { .. } => ErrorCode::Config,
+            Self::Unreachable { .. } | Self::Tls { .. } => ErrorCode::Network,
+            Self::Auth { .. }
+            | Self::PasswordMissing { .. }
+            | Self::NoDatabase { .. }
+            | Self::SchemaTooNew { .. }
+            | Self::Migration { .. }
+            | Self::Server { .. } => ErrorCode::Catalog,
+        }
+    }
+}
+
+impl ServerError {
+    /// Classifies a driver error met while talking to `url` as `user`.
+    fn from_driver(e: &tokio_postgres::Error, url: &str, user: &str) -> Self {
+        let url = url.to_string();
+        if let Some(db) = e.as_db_error() {
+            let message = db.message().to_string();
+            return match *db.code() {
+                SqlState::INVALID_PASSWORD | SqlState::INVALID_AUTHORIZATION_SPECIFICATION => {
+                    Self::Auth { url, user: user.to_string(), message }
+                }
+                SqlState::INVALID_CATALOG_NAME => Self::NoDatabase { url },
+                _ => Self::Server { url, message },
+            };
+        }
+        // tokio-postgres's own errors carry no kind to match; their texts are fixed.
+        let text = error_chain(e);
+        if text.contains("password missing") {
+            Self::PasswordMissing { url }
+        } else if text.contains("TLS") || text.contains("tls") || text.contains("certificate") {
+            Self::Tls { url, message: text }
+        } else if e.is_closed() || text.contains("error connecting") || text.contains("timeout") {
+            Self::Unreachable { url, message: text }
+        } else {
+            Self::Server { url, message: text }
+        }
+    }
+
+    fn from_pool(e: deadpool_postgres::PoolError, url: &str, user: &str) -> Self {
+        match e {
+            deadpool_postgres::PoolError::Backend(e) => Self::from_driver(&e, url, user),
+            deadpool_postgres::PoolError::Timeout(_) => {
+                Self::Unreachable { url: url.to_string(), message: "timed out waiting for a connection".into() }
+            }
+            other => Self::Server { url: url.to_string(), message: other.to_string() },
+        }
+    }
+}
+
+/// An error and its sources, one line.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let part = s.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = s.source();
+    }
+    text
+}
+
+/// Reads an environment variable (injected: tests do not depend on the process environment).
+pub type EnvFn<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// The URL's settings completed as libpq would: user (`PGUSER`, else the OS user), host
+/// (`PGHOST`, else localhost), port (`PGPORT`, else 5432), and the password (URL, `PGPASSWORD`,
+/// the password file), plus a connect timeout.
+pub fn resolve_config(url: &ServerUrl, env: EnvFn<'_>, home: Option<&Path>) -> tokio_postgres::Config {
+    let mut config = (*url.config).clone();
+    let nonblank = |key: &str| env(key).filter(|v| !v.trim().is_empty());
+    if config.get_user().is_none() {
+        let user = nonblank("PGUSER").or_else(|| whoami::username().ok()).unwrap_or_else(|| "postgres".into());
+        config.user(user);
+    }
+    if config.get_hosts().is_empty() {
+        config.host(nonblank("PGHOST").unwrap_or_else(|| "localhost".into()));
+    }
+    if config.get_ports().is_empty() {
+        config.port(nonblank("PGPORT").and_then(|p| p.parse().ok()).unwrap_or(5432));
+    }
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    if config.get_password().is_none() {
+        if let Some(password) = env("PGPASSWORD").filter(|p| !p.is_empty()) {
+            config.password(password);
+        } else {
+            let file = nonblank("PGPASSFILE").map(PathBuf::from).or_else(|| home.map(|h| h.join(".pgpass")));
+            if let Some(password) = file.and_then(|file| password_from_file(&file, &config)) {
+                config.password(password);
+            }
+        }
+    }
+    config
+}
+
+/// The password for `config`'s first host, port, database and user in a libpq password file
+/// (`host:port:database:user:password`, `*` matches anything, `\` escapes `:` and `\`). A file
+/// that group or others may read is ignored, as libpq does.
+fn password_from_file(file: &Path, config: &tokio_postgres::Config) -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(file).ok()?.permissions().mode();
+        if mode & 0o077 != 0 {
+            tracing::warn!(file = %file.display(), "password file ignored: group or others can read it (chmod 0600)");
+            return None;
+        }
+    }
+    let text = std::fs::read_to_string(file).ok()?;
+    let host = match config.get_hosts().first() {
+        Some(Host::Tcp(host)) => host.clone(),
+        #[cfg(unix)]
+        Some(Host::Unix(_)) => "localhost".into(),
+        None => "localhost".into(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432).to_string();
+    let user = config.get_user().unwrap_or_default();
+    let db = config.get_dbname().unwrap_or(user);
+    password_in(&text, [&host, &port, db, user])
+}
+
+/// The first line of a password file matching `wanted` (host, port, database, user).
+fn password_in(text: &str, wanted: [&str; 4]) -> Option<String> {
+    text.lines().filter(|line| !line.trim_start().starts_with('#') && !line.trim().is_empty()).find_map(|line| {
+        let fields = split_pgpass(line);
+        if fields.len() < 5 {
+            return None;
+        }
+        let matches = fields.iter().zip(wanted).all(|(field, want)| field == "*" || field == want);
+        matches.then(|| fields[4..].join(":"))
+    })
+}
+
+fn split_pgpass(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                if let Some(next) = chars.next() {
+                    fields.last_mut().expect("never empty").push(next);
+                }
+            }
+            ':' if fields.len() < 5 => fields.push(String::new()),
+            c => fields.last_mut().expect("never empty").push(c),
+        }
+    }
+    fields
+}
+
+/// What `catalog check` reports.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ServerCheck {
+    /// The URL, password masked.
+    pub url: String,
+    /// `SHOW server_version`.
+    pub server_version: String,
+    /// The schema version after migrating.
+    pub schema_version: u32,
+    /// The migrations this connection applied (empty: the server was up to date).
+    pub applied: Vec<u32>,
+}
+
+/// A connected server catalog: a pool of connections.
+pub struct ServerCatalog {
+    pool: Pool,
+    url: ServerUrl,
+    user: String,
+}
+
+impl ServerCatalog {
+    /// Connects (one connection is opened now, so a wrong host or password is told here).
+    pub async fn connect(url: &ServerUrl, env: EnvFn<'_>) -> Result<Self, ServerError> {
+        let home = directories::BaseDirs::new().map(|d| d.home_dir().to_path_buf());
+        Self::connect_with(url, env, home.as_deref()).await
+    }
+
+    /// [`ServerCatalog::connect`] with the home directory (for `~/.pgpass`) given.
+    pub async fn connect_with(url: &ServerUrl, env: EnvFn<'_>, home: Option<&Path>) -> Result<Self, ServerError> {
+        let mut config = resolve_config(url, env, home);
+        let user = config.get_user().unwrap_or_default().to_string();
+        let manager_config = ManagerConfig { recycling_method: RecyclingMethod::Fast };
+        let manager = if url.requires_tls() {
+            let tls = tokio_postgres_rustls::MakeRustlsConnect::with_webpki_roots();
+            Manager::from_config(config, tls, manager_config)
+        } else {
+            // libpq's default `prefer` would try TLS first; without a trusted certificate that
+            // fails here rather than falling back, so only `require` asks for TLS.
+            config.ssl_mode(SslMode::Disable);
+            Manager::from_config(config, tokio_postgres::NoTls, manager_config)
+        };
+        let pool = Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(CONNECT_TIMEOUT * 2))
+            .build()
+            .map_err(|e| ServerError::Server { url: url.to_string(), message: e.to_string() })?;
+        let catalog = Self { pool, url: url.clone(), user };
+        drop(catalog.client().await?);
+        Ok(catalog)
+    }
+
+    /// The URL, password masked.
+    pub fn url(&self) -> &ServerUrl {
+        &self.url
+    }
+
+    /// A connection from the pool.
+    pub async fn client(&self) -> Result<deadpool_postgres::Object, ServerError> {
+        self.pool.get().await.map_err(|e| ServerError::from_pool(e, &self.url.to_string(), &self.user))
+    }
+
+    fn driver_error(&self, e: &tokio_postgres::Error) -> ServerError {
+        ServerError::from_driver(e, &self.url.to_string(), &self.user)
+    }
+
+    /// `SHOW server_version`.
+    pub async fn server_version(&self) -> Result<String, ServerError> {
+        let client = self.client().await?;
+        let row = client.query_one("SHOW server_version", &[]).await.map_err(|e| self.driver_error(&e))?;
+        Ok(row.get(0))
+    }
+
+    /// The schema version on the server (0: no catalog yet).
+    pub async fn schema_version(&self) -> Result<u32, ServerError> {
+        let client = self.client().await?;
+        let exists = client
+            .query_one("SELECT to_regclass('schema_migrations') IS NOT NULL", &[])
+            .await
+            .map_err(|e| self.driver_error(&e))?;
+        if !exists.get::<_, bool>(0) {
+            return Ok(0);
+        }
+        let row = client
+            .query_one("SELECT coalesce(max(version), 0) FROM schema_migrations", &[])
+            .await
+            .map_err(|e| self.driver_error(&e))?;
+        Ok(u32::try_from(row.get::<_, i32>(0)).unwrap_or(0))
+    }
+
+    /// Applies [`SERVER_MIGRATIONS`] the server does not have yet. Returns the versions applied.
+    pub async fn migrate(&self) -> Result<Vec<u32>, ServerError> {
+        self.migrate_with(SERVER_MIGRATIONS).await
+    }
+
+    /// Applies `migrations` the server does not have yet, each in its own transaction under the
+    /// advisory lock (so concurrent migrators apply each once). Refuses a newer server.
+    pub async fn migrate_with(&self, migrations: &[Migration]) -> Result<Vec<u32>, ServerError> {
+        let supported = migrations.last().map_or(0, |m| m.version);
+        let url = self.url.to_string();
+        let mut client = self.client().await?;
+        let mut applied = Vec::new();
+        loop {
+            let tx = client.transaction().await.map_err(|e| self.driver_error(&e))?;
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+                .await
+                .map_err(|e| self.driver_error(&e))?;
+            tx.batch_execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (
+                     version    INTEGER PRIMARY KEY CHECK (version >= 1),
+                     name       TEXT NOT NULL,
+                     applied_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+                     applied_by TEXT NOT NULL DEFAULT current_user
+                 )",
+            )
+            .await
+            .map_err(|e| self.driver_error(&e))?;
+            let row = tx
+                .query_one("SELECT coalesce(max(version), 0) FROM schema_migrations", &[])
+                .await
+                .map_err(|e| self.driver_error(&e))?;
+            let found = u32::try_from(row.get::<_, i32>(0)).unwrap_or(0);
+            if found > supported {
+                return Err(ServerError::SchemaTooNew { url, found, supported });
+            }
+            let Some(next) = migrations.iter().find(|m| m.version > found) else {
+                tx.commit().await.map_err(|e| self.driver_error(&e))?;
+                return Ok(applied);
+            };
+            let failed = |e: tokio_postgres::Error| ServerError::Migration {
+                url: url.clone(),
+                version: next.version,
+                name: next.name,
+                message: e.as_db_error().map_or_else(|| e.to_string(), |db| db.message().to_string()),
+            };
+            tracing::info!(version = next.version, name = next.name, url = %self.url, "migrating the catalog server");
+            tx.batch_execute(next.sql).await.map_err(failed)?;
+            let version = i32::try_from(next.version).expect("migration versions are small");
+            tx.execute("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", &[&version, &next.name])
+                .await
+                .map_err(failed)?;
+            tx.commit().await.map_err(failed)?;
+            applied.push(next.version);
+        }
+    }
+
+    /// Migrates, then reports the server version, the schema version and the masked URL.
+    pub async fn check(&self) -> Result<ServerCheck, ServerError> {
+        let applied = self.migrate().await?;
+        Ok(ServerCheck {
+            url: self.url.to_string(),
+            server_version: self.server_version().await?,
+            schema_version: self.schema_version().await?,
+            applied,
+        })
+    }
+}
+
+/// For the tests that need a real server (`tests/catalog_server.rs`, the CLI's): the throwaway
+/// server `scripts/with-postgres` starts, and a fresh database on it per test.
+#[doc(hidden)]
+pub mod testing {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    /// `PRODUCT_EXTRACTOR_TEST_PG_URL`, set by `scripts/with-postgres`.
+    pub const ENV_TEST_URL: &str = "PRODUCT_EXTRACTOR_TEST_PG_URL";
+
+    /// The test server's URL (its role may create databases). Panics, never skips, without it.
+    pub fn server_url() -> String {
+        std::env::var(ENV_TEST_URL).ok().filter(|v| !v.is_empty()).unwrap_or_else(|| {
+            panic!(
+                "{ENV_TEST_URL} is not set: this test needs a PostgreSQL server. Run it under \
+                 scripts/with-postgres (make test does), e.g. scripts/with-postgres scripts/with-keyring \
+                 cargo test --workspace --test catalog_server"
+            )
+        })
+    }
+
+    /// Creates a database of its own for one test (`label`, the process id and a counter make the
+    /// name unique, so tests run in parallel) and returns its URL.
+    pub async fn fresh_database(label: &str) -> String {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let base = server_url();
+        let name = format!("pe_{label}_{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        let (client, connection) = tokio_postgres::connect(&base, tokio_postgres::NoTls)
+            .await
+            .unwrap_or_else(|e| panic!("cannot reach the test server ({ENV_TEST_URL}): {e}"));
+        let task = tokio::spawn(connection);
+        client.batch_execute(&format!("CREATE DATABASE \"{name}\"")).await.expect("CREATE DATABASE");
+        drop(client);
+        let _ = task.await;
+        let (prefix, _) = base.split_once('?').unwrap_or((&base, ""));
+        let (server, _) = prefix.rsplit_once('/').expect("the test URL names a database");
+        format!("{server}/{name}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_the_password_everywhere() {
+        assert_eq!(mask_url("postgres://alice:s3cret@host/db"), "postgres://alice:••••@host/db");
+        assert_eq!(mask_url("postgres://alice@host:5433/db"), "postgres://alice@host:5433/db");
+        assert_eq!(
+            mask_url("postgres://host/db?password=s3cret&sslmode=require"),
+            "postgres://host/db?password=••••&sslmode=require"
+        );
+        assert_eq!(mask_url("postgresql://a:p%40ss@h"), "postgresql://a:••••@h");
+        let url = CatalogUrl::parse("postgres://alice:s3cret@db.example:5432/catalog").unwrap();
+        assert_eq!(url.to_string(), "postgres://alice:••••@db.example:5432/catalog");
+        assert!(!format!("{url:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn a_path_is_sqlite_and_a_url_is_a_server() {
+        assert_eq!(
+            CatalogUrl::parse("/data/catalog.sqlite3").unwrap(),
+            CatalogUrl::Sqlite("/data/catalog.sqlite3".into())
+        );
+        assert_eq!(CatalogUrl::parse("sqlite:rel.db").unwrap(), CatalogUrl::Sqlite("rel.db".into()));
+        assert!(matches!(CatalogUrl::parse("POSTGRES://h/db").unwrap(), CatalogUrl::Server(_)));
+        assert!(matches!(CatalogUrl::parse("  ").unwrap_err(), ServerError::InvalidUrl { .. }));
+        assert!(matches!(CatalogUrl::parse("mysql://h/db").unwrap_err(), ServerError::InvalidUrl { .. }));
+        let err = CatalogUrl::parse("postgres://a:s3cret@h/db?sslmode=sometimes").unwrap_err();
+        assert!(matches!(err, ServerError::InvalidUrl { .. }));
+        assert!(!err.to_string().contains("s3cret"), "{err}");
+        let CatalogUrl::Server(url) = CatalogUrl::parse("postgres://h/db?sslmode=require").unwrap() else { panic!() };
+        assert!(url.requires_tls());
+    }
+
+    #[test]
+    fn a_server_catalog_is_refused_for_real_work() {
+        let url = CatalogUrl::parse("postgres://alice:s3cret@h/db").unwrap();
+        let err = url.require_local("products list").unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("products list") && text.contains("not yet supported"), "{text}");
+        assert!(!text.contains("s3cret"), "{text}");
+    }
+
+    #[test]
+    fn the_password_comes_from_the_url_then_pgpassword_then_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(".pgpass");
+        std::fs::write(&file, "# team\nother:*:*:*:nope\ndb.example:5432:catalog:alice:from\\:file\n").unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        let url = ServerUrl::parse("postgres://alice@db.example/catalog").unwrap();
+        let none = |_: &str| None;
+        let config = resolve_config(&url, &none, Some(dir.path()));
+        assert_eq!(config.get_password(), Some(&b"from:file"[..]));
+        let env = |k: &str| (k == "PGPASSWORD").then(|| "from-env".to_string());
+        assert_eq!(resolve_config(&url, &env, Some(dir.path())).get_password(), Some(&b"from-env"[..]));
+        let in_url = ServerUrl::parse("postgres://alice:in-url@db.example/catalog").unwrap();
+        assert_eq!(resolve_config(&in_url, &env, Some(dir.path())).get_password(), Some(&b"in-url"[..]));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+            assert_eq!(
+                resolve_config(&url, &none, Some(dir.path())).get_password(),
+                None,
+                "a readable file is ignored"
+            );
+        }
+    }
+}
