@@ -134,7 +134,8 @@ STARTUP_DIR := target/bench-startup
 bench-startup: deps ui
 	cargo build --release
 	mkdir -p $(STARTUP_DIR)/empty
-	[ -f $(STARTUP_DIR)/current/catalog.sqlite3 ] || cargo bench -p product-extractor-core --bench catalog -- --keep $(STARTUP_DIR)/current
+	@# The catalog bench also times queries and exits 1 when a target is missed (on a loaded machine); here it only builds the catalog.
+	[ -f $(STARTUP_DIR)/current/catalog.sqlite3 ] || cargo bench -p product-extractor-core --bench catalog -- --keep $(STARTUP_DIR)/current || [ -f $(STARTUP_DIR)/current/catalog.sqlite3 ]
 	[ -f $(STARTUP_DIR)/v2.sqlite3 ] || cargo bench -p product-extractor-core --bench catalog -- --write-v2 $(STARTUP_DIR)/v2.sqlite3
 	rm -rf $(STARTUP_DIR)/upgrade && mkdir -p $(STARTUP_DIR)/upgrade && cp $(STARTUP_DIR)/v2.sqlite3 $(STARTUP_DIR)/upgrade/catalog.sqlite3
 	@echo "| catalog | median, in the process | median, exec to the log line | each run (ms) | runs |"
