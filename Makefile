@@ -130,7 +130,7 @@ bench: deps ui
 ## The window's launch-to-interactive time (release build, under Xvfb) with an empty catalog
 ## (the reference), a 100,000-product catalog, and a 100,000-product catalog at schema 2 that the
 ## first start migrates behind the progress window. Prints the table BENCHMARKS.md records.
-STARTUP_DIR := target/bench-startup
+STARTUP_DIR := $(CURDIR)/target/bench-startup
 bench-startup: deps ui
 	cargo build --release
 	mkdir -p $(STARTUP_DIR)/empty
