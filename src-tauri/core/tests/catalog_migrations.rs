@@ -37,6 +37,8 @@ const EARLIER: &[Earlier] = &[
     Earlier { version: 7, seed: SEED_V5 },
     // 0008 made paths bytes (NULL for every UTF-8 path): the same rows.
     Earlier { version: 8, seed: SEED_V5 },
+    // 0009 added the barcodes read (NULL for rows from before): the same rows.
+    Earlier { version: 9, seed: SEED_V5 },
 ];
 
 /// Three photos; a proposed and a failed attempt; three products: one reviewed from a proposal

@@ -31,6 +31,11 @@ pub const MIGRATIONS: &[Migration] = &[
     Migration { version: 7, name: "0007_batch", sql: include_str!("migrations/0007_batch.sql") },
     Migration { version: 8, name: "0008_path_bytes", sql: include_str!("migrations/0008_path_bytes.sql") },
     Migration { version: 9, name: "0009_barcodes", sql: include_str!("migrations/0009_barcodes.sql") },
+    Migration {
+        version: 10,
+        name: "0010_near_seed_indexes",
+        sql: include_str!("migrations/0010_near_seed_indexes.sql"),
+    },
 ];
 
 /// The schema version this build writes.
