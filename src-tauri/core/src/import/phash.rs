@@ -48,11 +48,14 @@ pub fn from_hex(text: &str) -> Option<u64> {
 #[derive(Debug, Default)]
 pub(crate) struct NearIndex {
     entries: Vec<(u64, PhotoId)>,
+    /// The photos in `entries`, so that inserting stays O(1): the queue seeds the index with every
+    /// hashed photo of the catalog when it opens (100,000 at once in a large catalog).
+    photos: std::collections::HashSet<PhotoId>,
 }
 
 impl NearIndex {
     pub(crate) fn insert(&mut self, photo: PhotoId, hash: u64) {
-        if !self.entries.iter().any(|(_, p)| *p == photo) {
+        if self.photos.insert(photo) {
             self.entries.push((hash, photo));
         }
     }
