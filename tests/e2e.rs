@@ -651,7 +651,8 @@ fn session_bus_names() -> String {
 }
 
 /// "Open with" on a running app: the second launch hands its photo to the first window, which
-/// queues and extracts it, and exits at once; a launch on another data dir is its own instance.
+/// queues and extracts it, and exits at once — without touching the queue itself; a launch on
+/// another data dir is its own instance, which extracts the photo it was launched with.
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs a display and a session bus: make test-e2e"]
 async fn a_second_launch_hands_its_photos_to_the_running_window_and_exits() {
@@ -690,9 +691,15 @@ async fn a_second_launch_hands_its_photos_to_the_running_window_and_exits() {
     assert_eq!(fake.generate_count(), 1);
     drop(second);
 
-    // Another data dir is another catalog: its own window, which stays up.
+    // Another data dir is another catalog: its own window, which stays up and extracts the photo
+    // it was launched with ("Open with" when the app is not running).
     let other = tempfile::tempdir().unwrap();
-    let mut third = App(app_command(other.path(), &env).spawn().unwrap());
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    let mut third = App(app_command(other.path(), &env).arg(&fixture).spawn().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while fake.generate_count() < 2 {
+        assert!(third.0.try_wait().unwrap().is_none(), "a launch on another data dir exited instead of opening");
+        assert!(Instant::now() < deadline, "the photo the window was launched with was never extracted");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     assert!(third.0.try_wait().unwrap().is_none(), "a launch on another data dir exited instead of opening");
 }

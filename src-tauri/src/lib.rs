@@ -35,12 +35,21 @@ pub const OPENED_EVENT: &str = "app://opened";
 /// Registers the plugin, the state and every command. Generic over the runtime so the commands
 /// can be driven through Tauri's mock runtime in tests.
 pub fn setup<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tauri::Builder<R> {
+    setup_opening(builder, state, Vec::new())
+}
+
+/// [`setup`] for a window launched with photo or folder paths ("Open with"). They are queued in
+/// the setup hook, which runs after the plugins: a second launch has handed its paths to the
+/// running window and exited inside the single-instance plugin by then, so only the window that
+/// stays ever touches the queue.
+pub fn setup_opening<R: Runtime>(builder: tauri::Builder<R>, state: AppState, open: Vec<PathBuf>) -> tauri::Builder<R> {
     let bridge_state = state.clone();
     let import_state = state.clone();
     builder
         .plugin(tauri_plugin_dialog::init())
         .manage(state)
         .setup(move |app| {
+            open_paths(app.handle(), open);
             tauri::async_runtime::spawn(events::resilience_bridge(app.handle().clone(), bridge_state));
             // Opens the import queue, which resumes an import a previous session left unfinished
             // (crash-resume), and forwards its progress to the window.
@@ -132,10 +141,7 @@ fn run_window(global: &cli::Global, open: Vec<PathBuf>) -> i32 {
         )
         .plugin(tauri_plugin_window_state::Builder::default().build())
         .plugin(tauri_plugin_notification::init());
-    if !open.is_empty() {
-        queue_launch_paths(&state, open);
-    }
-    match setup(builder, state).run(tauri::generate_context!("tauri.conf.json")) {
+    match setup_opening(builder, state, open).run(tauri::generate_context!("tauri.conf.json")) {
         Ok(()) => cli::EXIT_OK,
         Err(e) => {
             tracing::error!("the window failed: {e}");
@@ -162,21 +168,7 @@ pub fn instance_id(data_dir: &Path) -> String {
 /// The app's reverse-DNS identifier (tauri.conf.json's `identifier`).
 pub const IDENTIFIER: &str = "io.github.productextractor";
 
-/// Queues the photos the window was launched with before it opens: the Extract view lists them
-/// when it starts.
-fn queue_launch_paths(state: &AppState, open: Vec<PathBuf>) {
-    let state = state.clone();
-    let queued = tauri::async_runtime::block_on(async move {
-        let queue = state.import_queue().await?;
-        Ok::<_, pe_core::ErrorReport>(queue.enqueue_files(open, EnqueueOptions::interactive()).await?)
-    });
-    match queued {
-        Ok(enqueued) => tracing::info!(files = enqueued.files.len(), "queued the photos the window was opened with"),
-        Err(e) => tracing::error!("could not queue the photos the window was opened with: {}", e.message),
-    }
-}
-
-/// Queues photos handed to the running window (a second launch) and tells the window.
+/// Queues photos handed to the window (its launch paths, a second launch's) and tells it.
 pub fn open_paths<R: Runtime>(app: &AppHandle<R>, open: Vec<PathBuf>) {
     if open.is_empty() {
         return;
