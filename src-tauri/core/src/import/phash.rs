@@ -44,36 +44,33 @@ pub fn from_hex(text: &str) -> Option<u64> {
     (text.len() == 16).then(|| u64::from_str_radix(text, 16).ok()).flatten()
 }
 
-/// Known photos by hash.
+/// Known photos by hash: one hash per photo, the first one inserted (inserting is O(1): the
+/// queue seeds the index with every hashed photo of the catalog when it opens, 100,000 at once in
+/// a large catalog).
 #[derive(Debug, Default)]
 pub(crate) struct NearIndex {
-    entries: Vec<(u64, PhotoId)>,
-    /// The photos in `entries`, so that inserting stays O(1): the queue seeds the index with every
-    /// hashed photo of the catalog when it opens (100,000 at once in a large catalog).
-    photos: std::collections::HashSet<PhotoId>,
+    hashes: std::collections::HashMap<PhotoId, u64>,
 }
 
 impl NearIndex {
     pub(crate) fn insert(&mut self, photo: PhotoId, hash: u64) {
-        if self.photos.insert(photo) {
-            self.entries.push((hash, photo));
-        }
+        self.hashes.entry(photo).or_insert(hash);
     }
 
     /// The nearest other photo within [`NEAR_DUPLICATE_MAX_DISTANCE`] (the same photo — the same
     /// bytes — is an exact duplicate, not a near one), and its distance.
     pub(crate) fn nearest(&self, photo: PhotoId, hash: u64) -> Option<(PhotoId, u32)> {
-        self.entries
+        self.hashes
             .iter()
-            .filter(|(_, p)| *p != photo)
-            .map(|(h, p)| (*p, (h ^ hash).count_ones()))
+            .filter(|(p, _)| **p != photo)
+            .map(|(p, h)| (*p, (h ^ hash).count_ones()))
             .filter(|(_, d)| *d <= NEAR_DUPLICATE_MAX_DISTANCE)
             .min_by_key(|(p, d)| (*d, *p))
     }
 
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.entries.len()
+        self.hashes.len()
     }
 }
 
