@@ -36,6 +36,7 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0010_near_seed_indexes",
         sql: include_str!("migrations/0010_near_seed_indexes.sql"),
     },
+    Migration { version: 11, name: "0011_product_photos", sql: include_str!("migrations/0011_product_photos.sql") },
 ];
 
 /// The schema version this build writes.
