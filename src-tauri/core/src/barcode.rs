@@ -73,6 +73,10 @@ pub struct Barcode {
     pub bounds: PixelBox,
     /// The same box in Gemini's form: `[y_min, x_min, y_max, x_max]`, normalized to 0–1000.
     pub box_2d: [u16; 4],
+    /// Which of the product's photos it was read on (0: the first; a single-photo product's, and
+    /// every barcode stored before products had several photos).
+    #[serde(default)]
+    pub photo: u32,
 }
 
 /// Every distinct EAN/UPC barcode readable in `image` (usually the prepared photo), in the order
@@ -130,7 +134,7 @@ pub fn read_barcodes_luma(luma: &GrayImage) -> Vec<Barcode> {
             continue;
         };
         let bounds = symbol_bounds(luma, (start.x, start.y), (end.x, end.y));
-        barcodes.push(Barcode { gtin, format, box_2d: box_2d(bounds, width, height), bounds });
+        barcodes.push(Barcode { gtin, format, box_2d: box_2d(bounds, width, height), bounds, photo: 0 });
     }
     barcodes
 }
@@ -181,7 +185,7 @@ pub fn apply_barcodes(product: &mut Product, barcodes: &[Barcode]) -> Option<Fie
             Some(flag(format!("The photo's barcode reads {only}; {gemini_text}. The barcode's GTIN is used.")))
         }
         several => Some(flag(format!(
-            "{} different barcodes were read on the photo ({}); {gemini_text}. Check which one is this product's.",
+            "{} different barcodes were read ({}); {gemini_text}. Check which one is this product's.",
             several.len(),
             several.join(", ")
         ))),
@@ -365,7 +369,7 @@ mod tests {
 
     fn read(gtin: &str) -> Barcode {
         let bounds = PixelBox { x_min: 0, y_min: 0, x_max: 10, y_max: 10 };
-        Barcode { gtin: gtin.into(), format: BarcodeFormat::Ean13, bounds, box_2d: [0, 0, 10, 10] }
+        Barcode { gtin: gtin.into(), format: BarcodeFormat::Ean13, bounds, box_2d: [0, 0, 10, 10], photo: 0 }
     }
 
     fn gemini(gtin: Option<&str>) -> Product {
@@ -414,7 +418,7 @@ mod tests {
         let flag = apply_barcodes(&mut product, &reads).expect("a flag");
         assert_eq!(product, gemini(Some("4006381333932")));
         assert_eq!(flag.kind, FlagKind::Barcode);
-        assert!(flag.message.starts_with("2 different barcodes were read on the photo (4006381333931, 036000291452)"));
+        assert!(flag.message.starts_with("2 different barcodes were read (4006381333931, 036000291452)"));
     }
 
     #[test]

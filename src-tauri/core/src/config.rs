@@ -104,6 +104,13 @@ pub struct ImportConfig {
 /// input tokens each at the default resolution, so a request stays far below Gemini's limits.
 pub const MAX_PHOTOS_PER_PRODUCT_LIMIT: usize = 16;
 
+impl ImportConfig {
+    /// The grouping a bulk import applies.
+    pub fn grouping(&self) -> crate::import::grouping::Grouping {
+        crate::import::grouping::Grouping { by: self.group_by, max_photos: self.max_photos_per_product.max(1) }
+    }
+}
+
 impl Default for ImportConfig {
     fn default() -> Self {
         Self { group_by: GroupBy::default(), max_photos_per_product: DEFAULT_MAX_PHOTOS_PER_PRODUCT }

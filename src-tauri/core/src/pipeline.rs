@@ -52,6 +52,10 @@ pub fn system_clock() -> UnixClock {
 pub enum ExtractError {
     #[error(transparent)]
     Intake(#[from] IntakeError),
+    /// A photo of a product of several could not be prepared, so the product is not sent: the
+    /// file is named, since the item shows the product's first photo.
+    #[error("{file} (photo {number} of this product): {source}")]
+    ProductPhoto { file: String, number: usize, source: IntakeError },
     #[error(transparent)]
     Gemini(#[from] GeminiError),
     #[error(transparent)]
@@ -110,6 +114,7 @@ impl Coded for ExtractError {
     fn code(&self) -> ErrorCode {
         match self {
             Self::Intake(e) => e.code(),
+            Self::ProductPhoto { source, .. } => source.code(),
             Self::Gemini(e) => e.code(),
             Self::Catalog(e) => e.code(),
             Self::CircuitOpen(..) => ErrorCode::CircuitOpen,
@@ -277,6 +282,16 @@ impl Pipeline {
     /// Step 3: one call to Gemini through the resilience stack. No transaction is open (the
     /// catalog is not touched); `policy` says whether to wait for a bulkhead slot.
     pub async fn call_gemini(&self, photo_id: PhotoId, image: &PreparedImage, policy: SlotPolicy) -> GeminiCall {
+        self.call_gemini_photos(&[(photo_id, image)], policy).await
+    }
+
+    /// [`Pipeline::call_gemini`] for a product of several photos (at least one), sent in one
+    /// request in the order given: one call, one answer, one attempt.
+    pub async fn call_gemini_photos(&self, photos: &[(PhotoId, &PreparedImage)], policy: SlotPolicy) -> GeminiCall {
+        let photo_id = photos.first().map_or(0, |p| p.0);
+        let more_photos: Vec<PhotoId> = photos.iter().skip(1).map(|p| p.0).collect();
+        let images: Vec<&[u8]> = photos.iter().map(|p| p.1.jpeg.as_slice()).collect();
+        let barcodes = product_barcodes(photos.iter().map(|p| p.1));
         let started_at = (self.clock)();
         let started = Instant::now();
         let gemini = &self.gemini;
@@ -294,7 +309,7 @@ impl Pipeline {
             verdict
         };
         let result =
-            self.stack.call(policy, verdict, || gemini.extract_product(PreparedImage::MIME_TYPE, &image.jpeg)).await;
+            self.stack.call(policy, verdict, || gemini.extract_photos(PreparedImage::MIME_TYPE, &images)).await;
         let opened_by = match &result {
             Err(StackError::CircuitOpen(_)) => {
                 let recent = lock();
@@ -304,6 +319,7 @@ impl Pipeline {
         };
         GeminiCall {
             photo_id,
+            more_photos,
             model: self.gemini.model().to_string(),
             started_at,
             elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -311,7 +327,7 @@ impl Pipeline {
             pricing: self.pricing.clone(),
             batch: false,
             opened_by,
-            barcodes: image.barcodes.clone(),
+            barcodes,
         }
     }
 
@@ -425,7 +441,10 @@ pub fn checked_for_save(product: Product) -> Result<Product, SaveError> {
 /// trail needs.
 #[derive(Debug)]
 pub struct GeminiCall {
+    /// The product's first photo.
     pub photo_id: PhotoId,
+    /// Its other photos, in the order they were sent.
+    pub more_photos: Vec<PhotoId>,
     pub model: String,
     /// When the call started (unix ms, the pipeline's clock), waiting for a slot included.
     pub started_at: i64,
@@ -437,8 +456,19 @@ pub struct GeminiCall {
     pub batch: bool,
     /// For an open breaker: what its latest failures were, when they agree.
     pub opened_by: Option<ErrorCode>,
-    /// The barcodes read on the photo before the call (see [`proposal`]).
+    /// The barcodes read on the photos before the call, each with its photo's index (see
+    /// [`proposal`] and [`product_barcodes`]).
     pub barcodes: Vec<Barcode>,
+}
+
+/// The barcodes read on a product's photos, in photo order, each marked with its photo's index
+/// (the same GTIN on two photos is two entries: where each is drawn; [`proposal`] counts GTINs).
+pub fn product_barcodes<'a>(images: impl IntoIterator<Item = &'a PreparedImage>) -> Vec<Barcode> {
+    images
+        .into_iter()
+        .zip(0u32..)
+        .flat_map(|(image, index)| image.barcodes.iter().cloned().map(move |b| Barcode { photo: index, ..b }))
+        .collect()
 }
 
 /// How a [`GeminiCall`] ended, with the attempt to record in the audit trail.
@@ -455,7 +485,8 @@ pub enum GeminiOutcome {
 impl GeminiCall {
     /// The result, with the attempt that records it.
     pub fn into_outcome(self) -> GeminiOutcome {
-        let Self { photo_id, model, started_at, elapsed_ms, result, pricing, batch, opened_by, barcodes } = self;
+        let Self { photo_id, more_photos, model, started_at, elapsed_ms, result, pricing, batch, opened_by, barcodes } =
+            self;
         let mut outcome = match result {
             Ok(mut answer) => {
                 let (product, flags) = proposal(std::mem::take(&mut answer.product), &barcodes);
@@ -473,6 +504,7 @@ impl GeminiCall {
                     cost: None,
                     batch,
                     barcodes: Some(barcodes),
+                    more_photos,
                 };
                 GeminiOutcome::Answered { attempt, answer: Box::new(answer), flags }
             }
@@ -499,6 +531,7 @@ impl GeminiCall {
                     cost: None,
                     batch,
                     barcodes: Some(barcodes),
+                    more_photos,
                 });
                 GeminiOutcome::Failed { attempt, error }
             }

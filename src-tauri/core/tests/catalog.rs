@@ -66,6 +66,7 @@ fn proposed(photo_id: PhotoId, name: &str) -> NewAttempt {
         cost: None,
         batch: false,
         barcodes: None,
+        more_photos: Vec::new(),
     }
 }
 
@@ -172,6 +173,7 @@ async fn the_audit_trail_keeps_failures_and_proposals() {
             cost: None,
             batch: false,
             barcodes: None,
+            more_photos: Vec::new(),
         })
         .await
         .unwrap();

@@ -35,6 +35,7 @@ fn proposal(photo_id: PhotoId, product: Product, started_at: i64) -> NewAttempt 
         cost: None,
         batch: false,
         barcodes: None,
+        more_photos: Vec::new(),
     }
 }
 
@@ -388,6 +389,7 @@ async fn a_reextraction_replaces_the_proposal_and_an_attempt_must_fit() {
             cost: None,
             batch: false,
             barcodes: None,
+            more_photos: Vec::new(),
             ..proposal(record.photo_id, product("x"), T0 + 60)
         })
         .await

@@ -135,6 +135,7 @@ fn a_failed_but_billed_attempt_is_priced_and_its_model_read_from_the_body() {
         cost: None,
         batch: true,
         barcodes: None,
+        more_photos: Vec::new(),
     };
     price_attempt(&mut attempt, &PricingConfig::default());
     assert_eq!(attempt.model_version.as_deref(), Some("gemini-2.5-flash"));
@@ -183,6 +184,7 @@ async fn spend_per_day_and_model_from_a_real_file() {
             cost: None,
             batch,
             barcodes: None,
+            more_photos: Vec::new(),
         };
         price_attempt(&mut attempt, &pricing);
         s.catalog.record_attempt(attempt).await.unwrap();

@@ -64,7 +64,7 @@ async fn golden_request_bodies_per_model_family() {
     for (model, file) in GOLDEN {
         let client = GeminiClient::new(&config(&fake.base_url(), model)).unwrap();
         client.extract_product("image/jpeg", IMAGE).await.unwrap_or_else(|e| panic!("{model}: {e}"));
-        let body = client.request_body_for(client.model_family().await, "image/jpeg", IMAGE);
+        let body = client.request_body_for(client.model_family().await, "image/jpeg", &[IMAGE]);
         let text = serde_json::to_string_pretty(&body).unwrap() + "\n";
         let path = golden_path(file);
         if std::env::var_os("UPDATE_GOLDEN").is_some() {

@@ -846,7 +846,7 @@ fn product_answer(state: &Shared, model: &str, checked: &Checked, shape: Shape, 
     let text = match fixed {
         Some(v) => serde_json::to_string_pretty(&v).unwrap_or_default(),
         None => {
-            let source = products::product_for_image(checked.images.first().map(Vec::as_slice).unwrap_or(&[]));
+            let source = products::product_for_images(&checked.images);
             let value = match &checked.schema {
                 Some(Value::Bool(true)) | None => source,
                 Some(schema) => products::fit_to_schema(schema, Some(&source)),

@@ -90,6 +90,15 @@ pub fn product_for_image(image: &[u8]) -> Value {
     }
 }
 
+/// The product the fake "sees" in a request's photos (one product from several sides): what the
+/// first demo photo among them shows, else an invented product from the first photo.
+pub fn product_for_images(images: &[Vec<u8>]) -> Value {
+    match images.iter().find_map(|image| crate::demo_photos::recognize(image)) {
+        Some(photo) => photo.product(),
+        None => invented_product(images.first().map(Vec::as_slice).unwrap_or(&[])),
+    }
+}
+
 /// One of the built-in products, chosen by hashing the image bytes (the same photo always gets
 /// the same one), its name and description saying it was invented.
 pub fn invented_product(image: &[u8]) -> Value {

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand};
 use pe_core::catalog::CostTotal;
 use pe_core::import::{
-    EnqueueOptions, ImportItemDetail, ImportOptions, ImportProgress, ImportQueue, ImportStatus, ImportStore,
+    EnqueueOptions, GroupBy, Grouping, ImportItemDetail, ImportOptions, ImportProgress, ImportQueue, ImportStatus, ImportStore,
     ItemChanged, ItemId, ItemState, SkipInfo, SkipReason,
 };
 use pe_core::pipeline::{checked_for_save, Pipeline};
@@ -57,6 +57,10 @@ pub struct ImportArgs {
     /// Waits for the results, looking every `[batch] poll_interval`; a restart goes on waiting.
     #[arg(long)]
     pub batch: bool,
+    /// Which photos are one product, over `[import] group_by`: `stem` (same name but for a
+    /// trailing number or side word, in one folder), `folder` (a folder per product) or `none`.
+    #[arg(long, value_name = "RULE", value_parser = parse_group_by)]
+    pub group_by: Option<GroupBy>,
     /// Give up after this long without progress (no item answered by Gemini or finished for a
     /// reason of its own), e.g. while Gemini keeps failing: exit 3, the items stay queued.
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = humantime::parse_duration)]
@@ -104,6 +108,10 @@ pub async fn run(state: &AppState, args: ImportArgs) -> i32 {
         json: args.json,
         save: args.save,
         batch: args.batch,
+        grouping: {
+            let import = &state.effective_config().import;
+            Grouping { by: args.group_by.unwrap_or(import.group_by), ..import.grouping() }
+        },
         printed: HashSet::new(),
         failed: 0,
         lines_cost: CostTotal::default(),
@@ -152,6 +160,8 @@ struct Run {
     save: bool,
     /// Batch mode for the photos queued.
     batch: bool,
+    /// Which photos are one product.
+    grouping: Grouping,
     /// Items with a line already (an item is printed once per run).
     printed: HashSet<ItemId>,
     /// Lines with `ok: false` that are not skips.
@@ -178,7 +188,10 @@ impl Run {
             paths.iter().map(|p| StoredPath::new(&std::path::absolute(p).unwrap_or_else(|_| p.clone()))).collect();
         let enqueued = match self
             .queue
-            .enqueue_files(paths, EnqueueOptions { batch: self.batch, ..EnqueueOptions::default() })
+            .enqueue_files(
+                paths,
+                EnqueueOptions { batch: self.batch, grouping: self.grouping, ..EnqueueOptions::default() },
+            )
             .await
         {
             Ok(enqueued) => enqueued,
@@ -450,6 +463,9 @@ fn json_line(d: &ImportItemDetail, save: bool, given: bool) -> (String, bool) {
         }
     };
     put_file(&mut value, &row.stored_path());
+    if d.photos.len() > 1 {
+        value["files"] = json!(d.photos.iter().map(|p| &p.path).collect::<Vec<_>>());
+    }
     if let Some(barcodes) = &d.barcodes {
         value["barcodes"] = barcode_gtins(barcodes);
     }
@@ -466,6 +482,11 @@ fn skip_json(skip: &SkipInfo) -> Value {
         "duplicate_of_item": skip.duplicate_of_item,
         "duplicate_of_product": skip.duplicate_of_product,
     })
+}
+
+/// `--group-by`'s value, as `[import] group_by` spells it.
+fn parse_group_by(text: &str) -> Result<GroupBy, String> {
+    serde_json::from_value(Value::String(text.to_owned())).map_err(|_| "expected stem, folder or none".to_owned())
 }
 
 /// With `--save`, a ready item was not saved: why.

@@ -23,7 +23,8 @@ fn now_ms() -> i64 {
 /// `products show ID`: the saved fields, where they came from, and the history.
 pub async fn show(state: &AppState, id: i64, json: bool) -> i32 {
     let catalog = state.catalog();
-    let (record, history) = match tokio::try_join!(catalog.get_product(id), catalog.history(id)) {
+    let found = tokio::try_join!(catalog.get_product(id), catalog.history(id), catalog.product_photos(id));
+    let (record, history, photos) = match found {
         Ok(found) => found,
         Err(e) => return failed(e),
     };
@@ -33,10 +34,16 @@ pub async fn show(state: &AppState, id: i64, json: bool) -> i32 {
         if let Some(object) = record.as_object_mut() {
             object.shift_remove("thumbnail");
         }
-        println!("{}", json!({"product": record, "history": history}));
+        println!("{}", json!({"product": record, "photos": photos, "history": history}));
         return EXIT_OK;
     }
     print_record(&record);
+    if photos.len() > 1 {
+        println!("  {:<12} {}", "photos", photos.len());
+        for photo in &photos {
+            println!("  {:<12} {}", "", photo.path);
+        }
+    }
     println!();
     println!("history (newest first):");
     for revision in &history {

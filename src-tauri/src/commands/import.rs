@@ -34,7 +34,8 @@ pub async fn import_paths(
 ) -> Result<EnqueueReport, ErrorReport> {
     let queue = state.import_queue().await?;
     let paths = paths.into_iter().map(PathBuf::from).collect();
-    Ok(queue.enqueue(paths, EnqueueOptions { batch, ..EnqueueOptions::default() }).await?)
+    let grouping = state.effective_config().import.grouping();
+    Ok(queue.enqueue(paths, EnqueueOptions { batch, grouping, ..EnqueueOptions::default() }).await?)
 }
 
 pub async fn import_progress(state: State<'_, AppState>) -> Result<ImportProgress, ErrorReport> {

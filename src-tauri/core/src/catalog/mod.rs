@@ -339,6 +339,16 @@ impl Catalog {
         self.run(move |conn| queries::get_product(conn, id)).await
     }
 
+    /// Every photo of a product, in the order they were sent (its first, then `product_photos`).
+    pub async fn product_photos(&self, id: ProductId) -> Result<Vec<PhotoRef>, CatalogError> {
+        self.run(move |conn| queries::product_photos(conn, id)).await
+    }
+
+    /// A photo's thumbnail as a `data:` URL; `None` when there is no such photo.
+    pub async fn photo_thumbnail(&self, photo: PhotoId) -> Result<Option<String>, CatalogError> {
+        self.run(move |conn| queries::photo_thumbnail(conn, photo)).await
+    }
+
     /// The product extracted from a photo (not a duplicate), deleted or not: the one a new save of
     /// the photo updates.
     pub async fn product_for_photo(&self, photo: PhotoId) -> Result<Option<ProductId>, CatalogError> {

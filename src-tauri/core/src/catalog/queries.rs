@@ -100,7 +100,42 @@ pub(super) fn record_attempt_in(tx: &Connection, attempt: &NewAttempt) -> Result
         ],
         |row| row.get(0),
     )?;
+    for (position, photo) in (1i64..).zip(&attempt.more_photos) {
+        require_photo(tx, *photo)?;
+        tx.execute(
+            "INSERT INTO attempt_photos (attempt_id, position, photo_id) VALUES (?1, ?2, ?3)",
+            params![id, position, photo],
+        )?;
+    }
     Ok(id)
+}
+
+pub(super) fn product_photos(conn: &Connection, product: ProductId) -> Result<Vec<PhotoRef>, CatalogError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT ph.id, ph.original_path, ph.original_path_bytes FROM (
+             SELECT photo_id, 0 AS position FROM products WHERE id = ?1
+             UNION ALL
+             SELECT photo_id, position FROM product_photos WHERE product_id = ?1
+         ) x JOIN photos ph ON ph.id = x.photo_id
+         ORDER BY x.position",
+    )?;
+    let rows = stmt.query_map([product], |r| {
+        let path = crate::stored_path::StoredPath::from_stored(r.get(1)?, r.get(2)?);
+        Ok(PhotoRef { photo_id: r.get(0)?, path: path.text().to_owned(), path_bytes: path.bytes_hex() })
+    })?;
+    let photos: Vec<PhotoRef> = rows.collect::<Result<_, _>>()?;
+    if photos.is_empty() {
+        return Err(CatalogError::NotFound { what: "product", id: product });
+    }
+    Ok(photos)
+}
+
+pub(super) fn photo_thumbnail(conn: &Connection, photo: PhotoId) -> Result<Option<String>, CatalogError> {
+    Ok(conn
+        .query_row("SELECT thumbnail_jpeg FROM photos WHERE id = ?1", [photo], |r| {
+            Ok(thumbnail_url(r.get_ref(0)?.as_blob()?))
+        })
+        .optional()?)
 }
 
 pub(super) fn attempts(conn: &Connection, photo: PhotoId) -> Result<Vec<AttemptRecord>, CatalogError> {

@@ -57,6 +57,20 @@ pub struct NewAttempt {
     /// The barcodes read on the photo before the call; `None`: not read (an attempt recorded
     /// without the import's intake, or from before schema version 9).
     pub barcodes: Option<Vec<Barcode>>,
+    /// The photos sent besides `photo_id`, in order (a product of several photos); `attempt_photos`.
+    pub more_photos: Vec<PhotoId>,
+}
+
+/// One photo of a product: which, and the file it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct PhotoRef {
+    #[ts(type = "number")]
+    pub photo_id: PhotoId,
+    /// For display: lossy (U+FFFD) when the path is not valid UTF-8.
+    pub path: String,
+    /// The path's exact bytes in lowercase hex, only when it is not valid UTF-8.
+    pub path_bytes: Option<String>,
 }
 
 /// Token counts from Gemini's `usageMetadata`.

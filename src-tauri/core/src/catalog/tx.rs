@@ -29,6 +29,18 @@ pub(crate) fn save_product(
     super::queries::save_product_in(tx, save, source)
 }
 
+/// A saved product's photos after its first (`product_photos`), replaced by `photos` in order.
+pub(crate) fn set_product_photos(tx: &Connection, product: ProductId, photos: &[PhotoId]) -> Result<(), CatalogError> {
+    tx.execute("DELETE FROM product_photos WHERE product_id = ?1", [product])?;
+    for (position, photo) in (1i64..).zip(photos) {
+        tx.execute(
+            "INSERT INTO product_photos (product_id, position, photo_id) VALUES (?1, ?2, ?3)",
+            params![product, position, photo],
+        )?;
+    }
+    Ok(())
+}
+
 /// Gives a photo its perceptual hash (16 hex digits), unless it has one.
 pub(crate) fn set_photo_phash(tx: &Connection, photo: PhotoId, phash_hex: &str) -> Result<(), CatalogError> {
     tx.execute("UPDATE photos SET phash = ?2 WHERE id = ?1 AND phash IS NULL", params![photo, phash_hex])?;

@@ -265,9 +265,9 @@ fn canonical_of(code: i64) -> &'static str {
 }
 
 impl GeminiClient {
-    /// One batch request for a photo: the body a direct call sends, keyed by `key`.
-    pub fn batch_request(&self, key: String, mime_type: &str, image: &[u8]) -> InlinedRequest {
-        InlinedRequest { request: self.request_body(mime_type, image), metadata: RequestMetadata { key } }
+    /// One batch request for a product's photos: the body a direct call sends, keyed by `key`.
+    pub fn batch_request(&self, key: String, mime_type: &str, images: &[&[u8]]) -> InlinedRequest {
+        InlinedRequest { request: self.request_body_photos(mime_type, images), metadata: RequestMetadata { key } }
     }
 
     /// The bytes `request` adds to a `batchGenerateContent` body (its JSON, base64 image included).

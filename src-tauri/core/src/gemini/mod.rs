@@ -72,6 +72,20 @@ Answer with the JSON object only.";
 /// The user turn's text, after the image.
 pub const USER_PROMPT: &str = "Extract the product shown in this photo.";
 
+/// The user turn's text after several photos of one product (a shoot's front, back, sides).
+pub fn user_prompt(photos: usize) -> std::borrow::Cow<'static, str> {
+    if photos <= 1 {
+        USER_PROMPT.into()
+    } else {
+        format!(
+            "These {photos} photos show one product from different sides (front, back, label, ...). \
+             Extract that one product, combining what each photo shows; where photos disagree, prefer the \
+             most legible one."
+        )
+        .into()
+    }
+}
+
 /// Tokens counted by Gemini for one call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[ts(export)]
@@ -341,27 +355,34 @@ impl GeminiClient {
     /// before [`GeminiClient::model_family`] has resolved an alias). Exposed for tests, the
     /// audit trail and batch requests.
     pub fn request_body(&self, mime_type: &str, image: &[u8]) -> wire::GenerateContentRequest {
-        let family = self.inner.family.get().copied().flatten();
-        self.request_body_for(family, mime_type, image)
+        self.request_body_photos(mime_type, &[image])
     }
 
-    /// The request body for one photo sent to a model of `family` (`None`: unknown).
+    /// The request body for one product's photos, in the order given (see
+    /// [`GeminiClient::request_body`]).
+    pub fn request_body_photos(&self, mime_type: &str, images: &[&[u8]]) -> wire::GenerateContentRequest {
+        let family = self.inner.family.get().copied().flatten();
+        self.request_body_for(family, mime_type, images)
+    }
+
+    /// The request body for one product's photos sent to a model of `family` (`None`: unknown):
+    /// each photo an `inlineData` part, in order, then the prompt (which says how many photos
+    /// of one product there are when there are several).
     pub fn request_body_for(
         &self,
         family: Option<&Family>,
         mime_type: &str,
-        image: &[u8],
+        images: &[&[u8]],
     ) -> wire::GenerateContentRequest {
         let inner = &self.inner;
+        let mut parts: Vec<wire::Part> = images
+            .iter()
+            .map(|image| wire::Part::inline_data(mime_type, base64::engine::general_purpose::STANDARD.encode(image)))
+            .collect();
+        parts.push(wire::Part::text(user_prompt(images.len()).into_owned()));
         wire::GenerateContentRequest {
             system_instruction: wire::Content { role: None, parts: vec![wire::Part::text(SYSTEM_INSTRUCTION)] },
-            contents: vec![wire::Content {
-                role: Some("user".into()),
-                parts: vec![
-                    wire::Part::inline_data(mime_type, base64::engine::general_purpose::STANDARD.encode(image)),
-                    wire::Part::text(USER_PROMPT),
-                ],
-            }],
+            contents: vec![wire::Content { role: Some("user".into()), parts }],
             generation_config: wire::GenerationConfig {
                 temperature: models::temperature_for(family, inner.temperature),
                 max_output_tokens: inner.max_output_tokens,
@@ -375,10 +396,16 @@ impl GeminiClient {
 
     /// Sends one photo and returns the product Gemini read from it.
     pub async fn extract_product(&self, mime_type: &str, image: &[u8]) -> Result<GeminiExtraction, GeminiError> {
+        self.extract_photos(mime_type, &[image]).await
+    }
+
+    /// Sends one product's photos (several sides of it) in one request and returns the one
+    /// product Gemini read from them.
+    pub async fn extract_photos(&self, mime_type: &str, images: &[&[u8]]) -> Result<GeminiExtraction, GeminiError> {
         let key = self.inner.api_key.as_ref().ok_or(GeminiError::MissingKey)?;
         let url = format!("{}/v1beta/models/{}:generateContent", self.inner.base_url, self.inner.model);
         let family = self.model_family().await;
-        let body = self.request_body_for(family, mime_type, image);
+        let body = self.request_body_for(family, mime_type, images);
         let started = Instant::now();
         let progress = Progress::default();
         let answer =

@@ -476,6 +476,7 @@ async fn settle(shared: &Arc<Shared>, open: &OpenBatch, status: BatchStatus) -> 
         let elapsed_ms = u64::try_from(now - open.submitted_at).unwrap_or(0);
         let call = GeminiCall {
             photo_id: item.photo_id,
+            more_photos: item.more_photos,
             model: model.clone(),
             started_at: open.submitted_at,
             elapsed_ms,

@@ -46,7 +46,12 @@
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use super::records::{GroupNote, SplitNote};
+use super::scan::Scanned;
+use super::store::Entry;
+use crate::stored_path::StoredPath;
 
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
@@ -69,6 +74,25 @@ pub enum GroupBy {
 
 /// `[import] max_photos_per_product`'s default.
 pub const DEFAULT_MAX_PHOTOS_PER_PRODUCT: usize = 6;
+
+/// How an enqueue groups its photos: the rule and the size cap (`[import]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grouping {
+    pub by: GroupBy,
+    /// At least 1.
+    pub max_photos: usize,
+}
+
+impl Grouping {
+    /// Every photo its own product (what `extract` and the window's drops do).
+    pub const NONE: Self = Self { by: GroupBy::None, max_photos: DEFAULT_MAX_PHOTOS_PER_PRODUCT };
+}
+
+impl Default for Grouping {
+    fn default() -> Self {
+        Self::NONE
+    }
+}
 
 /// One product's photos.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,6 +122,61 @@ pub fn plan<P: AsRef<Path>>(paths: &[P], rule: GroupBy, max_photos: usize, barco
     let groups = group_photos(paths, rule);
     let groups = merge_by_barcode(groups, barcodes);
     split_oversized(groups, max_photos)
+}
+
+/// What an enqueue hands the store next: the scanned `batch` with the files `held` back before,
+/// grouped by `grouping`. Without a grouping every file is its own entry at once. With one, the
+/// last folder's files are held back (a folder's files come together from the walk, and a
+/// product never spans folders), except after the `last` batch, when everything goes. Skipped
+/// files pass through in place; a group of one photo is a plain file unless it is a split part.
+pub(crate) fn entries(batch: Vec<Scanned>, held: &mut Vec<Scanned>, grouping: Grouping, last: bool) -> Vec<Entry> {
+    if grouping.by == GroupBy::None {
+        return held.drain(..).chain(batch).map(Entry::File).collect();
+    }
+    held.extend(batch);
+    let ready = if last {
+        std::mem::take(held)
+    } else {
+        let Some(folder) = held.last().map(|s| folder_key(&scanned_path(s))) else { return Vec::new() };
+        let keep = held.iter().rev().take_while(|s| folder_key(&scanned_path(s)) == folder).count();
+        let rest = held.split_off(held.len() - keep);
+        std::mem::replace(held, rest)
+    };
+    let mut out = Vec::with_capacity(ready.len());
+    let mut photos: Vec<(StoredPath, Option<String>)> = Vec::new();
+    for scanned in ready {
+        match scanned {
+            Scanned::Photo { path, sha256 } => photos.push((path, sha256)),
+            skipped @ Scanned::Skipped { .. } => out.push(Entry::File(skipped)),
+        }
+    }
+    let paths: Vec<PathBuf> = photos.iter().map(|(p, _)| p.to_path_buf()).collect();
+    let mut slots: Vec<Option<(StoredPath, Option<String>)>> = photos.into_iter().map(Some).collect();
+    for group in plan(&paths, grouping.by, grouping.max_photos, &[]) {
+        let members: Vec<(StoredPath, Option<String>)> =
+            group.photos.iter().filter_map(|&i| slots.get_mut(i).and_then(Option::take)).collect();
+        let note = group.split.map(|s| GroupNote {
+            split: Some(SplitNote { part: count(s.part), parts: count(s.parts), of_photos: count(s.of_photos) }),
+        });
+        match (members.len(), note) {
+            (1, None) => {
+                let (path, sha256) = members.into_iter().next().expect("one member");
+                out.push(Entry::File(Scanned::Photo { path, sha256 }));
+            }
+            (_, note) => out.push(Entry::Product { photos: members, note }),
+        }
+    }
+    out
+}
+
+fn scanned_path(scanned: &Scanned) -> PathBuf {
+    match scanned {
+        Scanned::Photo { path, .. } | Scanned::Skipped { path, .. } => path.to_path_buf(),
+    }
+}
+
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// The groups `rule` makes of `paths`, each in photo order, in the order of their first photo.

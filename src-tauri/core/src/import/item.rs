@@ -68,7 +68,7 @@ enum Fault {
 /// A local catalog failure is not a fault of the item's: it stops the queue (see `classified`).
 fn classify(error: &ExtractError) -> Fault {
     match error {
-        ExtractError::Intake(_) | ExtractError::Catalog(_) => Fault::Own,
+        ExtractError::Intake(_) | ExtractError::ProductPhoto { .. } | ExtractError::Catalog(_) => Fault::Own,
         ExtractError::CircuitOpen(rejection, opened_by) => Fault::Breaker(rejection.clone(), *opened_by),
         ExtractError::BulkheadFull { .. } | ExtractError::RateLimited { .. } => Fault::Throttled,
         ExtractError::TimedOut(_) => Fault::Service,
@@ -95,34 +95,41 @@ async fn work(shared: &Arc<Shared>, pipeline: &Pipeline, item: &Claimed) -> Resu
     let path = item.path.to_path_buf();
     let prepared = {
         let _slot = shared.prepare_slots.acquire().await;
-        pipeline.prepare_known(&path, item.sha256.clone()).await
+        prepare_photos(pipeline, item).await
     };
-    let image = match prepared {
-        Ok(image) => image,
+    let images = match prepared {
+        Ok(images) => images,
         Err(error) => {
-            let error = ExtractError::Intake(error);
             let outcome =
                 Finish { id, from: ItemState::Preparing, to: ItemState::Failed, ..finish_error(&error, None, false) };
             shared.record_finished();
             return finish(shared, outcome).await;
         }
     };
+    let image = &images[0];
     let thumbnail = image.thumbnail_jpeg.clone();
     let phash = tokio::task::spawn_blocking(move || phash::dhash_jpeg(&thumbnail)).await.ok().flatten();
-    let photo_id = pipeline.record_photo(&path, &image).await?;
+    let photo_id = pipeline.record_photo(&path, image).await?;
+    let mut more = Vec::with_capacity(item.more.len());
+    for (photo, image) in item.more.iter().zip(&images[1..]) {
+        let more_id = pipeline.record_photo(&photo.path.to_path_buf(), image).await?;
+        more.push((photo.position, more_id, image.sha256.clone()));
+    }
+    let photo_ids: Vec<PhotoId> = std::iter::once(photo_id).chain(more.iter().map(|m| m.1)).collect();
     let looks_like = phash.and_then(|hash| lock(&shared.near).nearest(photo_id, hash));
     if item.batch {
-        // Batch mode: `extracting` now (the photo recorded), then the prepared request waits in
+        // Batch mode: `extracting` now (the photos recorded), then the prepared request waits in
         // the chunk the batch task submits; this task ends once it is there.
-        let (prepared, now) = (prepared_row(&image, photo_id, phash, looks_like), shared.now());
+        let (prepared, now) = (prepared_row(&images, photo_id, phash, looks_like, more), shared.now());
         let moved = shared.counted(move |conn| store::mark_extracting(conn, id, &prepared, now)).await?;
         if moved.value {
             shared.item_changed(id, ItemState::Extracting, &moved);
             if let Some(hash) = phash {
                 lock(&shared.near).insert(photo_id, hash);
             }
-            let request = pipeline.gemini().batch_request(id.to_string(), PreparedImage::MIME_TYPE, &image.jpeg);
-            drop(image);
+            let jpegs: Vec<&[u8]> = images.iter().map(|i| i.jpeg.as_slice()).collect();
+            let request = pipeline.gemini().batch_request(id.to_string(), PreparedImage::MIME_TYPE, &jpegs);
+            drop(images);
             shared
                 .batch
                 .add(super::batch::Pending { id, attempts: item.attempts, request }, &shared.options.batch)
@@ -136,7 +143,7 @@ async fn work(shared: &Arc<Shared>, pipeline: &Pipeline, item: &Claimed) -> Resu
     let send = shared.sends().acquire(item.origin == ItemOrigin::Interactive).await;
     let reservation = loop {
         shared.wait_for_gate().await;
-        match budget_check(shared, (image.width, image.height)).await? {
+        match budget_check(shared, (image.width, image.height), images.len()).await? {
             Budget::Go(reservation) => break reservation,
             Budget::Spent { .. } if !shared.options.fail_fast => {}
             Budget::Spent { message, .. } => {
@@ -156,7 +163,7 @@ async fn work(shared: &Arc<Shared>, pipeline: &Pipeline, item: &Claimed) -> Resu
             }
         }
     };
-    let (prepared, now) = (prepared_row(&image, photo_id, phash, looks_like), shared.now());
+    let (prepared, now) = (prepared_row(&images, photo_id, phash, looks_like, more), shared.now());
     let mark = async {
         let moved = shared.counted(move |conn| store::mark_extracting(conn, id, &prepared, now)).await?;
         if moved.value {
@@ -172,8 +179,10 @@ async fn work(shared: &Arc<Shared>, pipeline: &Pipeline, item: &Claimed) -> Resu
     // and the call does not wait for the write. No transaction is open during the call: each
     // catalog job is complete in itself. (Were the item moved meanwhile, the outcome would only
     // be audited: `finish` changes items still `extracting`.)
-    let (marked, call) = tokio::join!(biased; mark, pipeline.call_gemini(photo_id, &image, SlotPolicy::Wait));
-    drop(image);
+    let photos: Vec<(PhotoId, &PreparedImage)> = photo_ids.iter().copied().zip(&images).collect();
+    let (marked, call) = tokio::join!(biased; mark, pipeline.call_gemini_photos(&photos, SlotPolicy::Wait));
+    drop(photos);
+    drop(images);
     marked?;
     let outcome = classified(shared, pipeline, item, call.into_outcome()).await?;
     // Any hold this outcome calls for is set: the next item may go (or wait at the gate).
@@ -187,13 +196,36 @@ async fn work(shared: &Arc<Shared>, pipeline: &Pipeline, item: &Claimed) -> Resu
     finished
 }
 
+/// The item's photos prepared, in order (its own, then the product's others): each decoded under
+/// the shared budget, one after another inside the item's prepare slot. A photo that cannot be
+/// prepared fails the item; another than the first is named in the error.
+async fn prepare_photos(pipeline: &Pipeline, item: &Claimed) -> Result<Vec<PreparedImage>, ExtractError> {
+    let mut images = Vec::with_capacity(1 + item.more.len());
+    images.push(pipeline.prepare_known(&item.path.to_path_buf(), item.sha256.clone()).await?);
+    for (number, photo) in (2..).zip(&item.more) {
+        let image = pipeline.prepare_known(&photo.path.to_path_buf(), photo.sha256.clone()).await.map_err(|source| {
+            ExtractError::ProductPhoto { file: photo.path.file_name(), number, source }
+        })?;
+        images.push(image);
+    }
+    Ok(images)
+}
+
 fn prepared_row(
-    image: &PreparedImage,
+    images: &[PreparedImage],
     photo_id: PhotoId,
     phash: Option<u64>,
     looks_like: Option<(PhotoId, u32)>,
+    more: Vec<(i64, PhotoId, String)>,
 ) -> PreparedRow {
-    PreparedRow { photo_id, sha256: image.sha256.clone(), phash, looks_like, barcodes: image.barcodes.clone() }
+    PreparedRow {
+        photo_id,
+        sha256: images[0].sha256.clone(),
+        phash,
+        looks_like,
+        barcodes: crate::pipeline::product_barcodes(images),
+        more,
+    }
 }
 
 /// Whether the next call fits in today's budget.
@@ -222,12 +254,15 @@ impl Drop for Reservation {
 /// estimate against the budget. A model without a price counts 0 for its estimate (its spend is
 /// unknown too); without a budget nothing is read. The budget is the current Settings' (a raised
 /// budget lets a waiting item go), not the item's pipeline's.
-async fn budget_check(shared: &Arc<Shared>, size: (u32, u32)) -> Result<Budget, ImportError> {
+async fn budget_check(shared: &Arc<Shared>, size: (u32, u32), photos: usize) -> Result<Budget, ImportError> {
     let pipeline = shared.pipeline();
     let Some(budget) = pipeline.pricing().daily_budget() else {
         return Ok(Budget::Go(None));
     };
-    let estimate = pipeline.estimate_call(Some(size)).await?.usd.unwrap_or(Usd::ZERO);
+    // A product of several photos: a call's estimate per photo (its text counted each time, so
+    // the estimate errs high, as a budget should).
+    let per_photo = pipeline.estimate_call(Some(size)).await?.usd.unwrap_or(Usd::ZERO);
+    let estimate = Usd::from_nanos(per_photo.nanos().saturating_mul(i64::try_from(photos).unwrap_or(1)));
     let now = shared.now();
     let day = pricing::local_day(now);
     let spent = pipeline.catalog().spent_between(day.start, day.end).await?.usd;

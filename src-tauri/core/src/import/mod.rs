@@ -78,6 +78,7 @@ use std::time::Duration;
 use tokio::sync::{broadcast, watch};
 
 pub use batch::BatchOptions;
+pub use grouping::{GroupBy, Grouping};
 pub use phash::{dhash_jpeg, NEAR_DUPLICATE_MAX_DISTANCE};
 pub use progress::{ImportProgress, ImportStatus, StateCounts};
 pub use records::*;
@@ -154,12 +155,14 @@ pub struct EnqueueOptions {
     /// Through the Gemini Batch API (half price, answered within 24 hours; bulk imports only).
     /// Stored with each item, so the mode survives a restart.
     pub batch: bool,
+    /// Which photos are one product (`[import]`); by default each photo is its own.
+    pub grouping: Grouping,
 }
 
 impl EnqueueOptions {
     /// Photos a person dropped, added or named on the command line, waiting for their answer.
     pub fn interactive() -> Self {
-        Self { force: false, origin: ItemOrigin::Interactive, batch: false }
+        Self { force: false, origin: ItemOrigin::Interactive, batch: false, grouping: Grouping::NONE }
     }
 }
 

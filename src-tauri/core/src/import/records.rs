@@ -302,6 +302,9 @@ pub struct ImportRow {
     pub product_id: Option<ProductId>,
     #[ts(type = "number")]
     pub updated_at: i64,
+    /// How many photos the product has (1, or more for a product of several photos: its first
+    /// is `path`).
+    pub photo_count: u32,
 }
 
 /// A page of the queue.
@@ -341,8 +344,47 @@ pub struct ImportItemDetail {
     pub proposal: Option<Product>,
     pub flags: Vec<FieldFlag>,
     pub attempt: Option<AttemptInfo>,
-    /// The barcodes read from its photo when it was last prepared; `None`: not prepared (yet).
+    /// The barcodes read from its photos when it was last prepared (each with its photo's
+    /// index in `photos`); `None`: not prepared (yet).
     pub barcodes: Option<Vec<Barcode>>,
+    /// Every photo of the product, in the order sent (the first is `row.path`).
+    pub photos: Vec<ItemPhoto>,
+    /// What grouping did to this product's photos (split from a larger group), when anything.
+    pub group: Option<GroupNote>,
+}
+
+/// One photo of an item's product.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct ItemPhoto {
+    /// For display: lossy (U+FFFD) when the path is not valid UTF-8.
+    pub path: String,
+    /// The path's exact bytes in lowercase hex, only when it is not valid UTF-8.
+    pub path_bytes: Option<String>,
+    pub file_name: String,
+    /// The photo in the catalog once the item was prepared (its thumbnail:
+    /// [`super::ImportQueue::photo_thumbnail`]).
+    #[ts(type = "number | null")]
+    pub photo_id: Option<PhotoId>,
+}
+
+/// What grouping did to a product's photos, stored with the item (`group_json`) for the review.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct GroupNote {
+    /// The group had more photos than `[import] max_photos_per_product`: this is one part of it.
+    pub split: Option<SplitNote>,
+}
+
+/// Which part of an over-size group an item is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct SplitNote {
+    /// 1-based.
+    pub part: u32,
+    pub parts: u32,
+    /// The photos in the group before it was split.
+    pub of_photos: u32,
 }
 
 /// An item changed state. The window refreshes the visible row; the CLI prints finished items.

@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use super::phash::NearIndex;
 use super::progress::{eta_ms, ImportProgress, ImportStatus, Throughput};
 use super::records::{Enqueued, ItemChanged, ItemId, ItemState};
+use super::grouping;
 use super::scan::{self, Scanned};
 use super::slots::SendSlots;
 use super::store::{self, Counted, ImportStore};
@@ -388,19 +389,30 @@ impl Shared {
             scan::scan(&paths, max_bytes, FIRST_BATCH, ENQUEUE_BATCH, |batch| batches.blocking_send(batch).is_ok());
         });
         let mut enqueued = Enqueued::default();
-        while let Some(batch) = incoming.recv().await {
-            let now = self.now();
-            let mut counted = self
-                .counted(move |conn| {
-                    store::insert_batch(conn, &batch, options.force, options.origin, options.batch, now)
-                })
-                .await?;
-            let added = counted.value.report;
-            self.publish(&counted, u64::from(added.queued + added.duplicates + added.skipped));
-            enqueued.report += added;
-            enqueued.files.extend(std::mem::take(&mut counted.value.files));
-            if added.queued > 0 {
-                self.kick();
+        // With a grouping, the folder being listed waits until the walk has left it (the walk
+        // lists a folder's files together, before its subfolders).
+        let mut held: Vec<Scanned> = Vec::new();
+        loop {
+            let received = incoming.recv().await;
+            let last = received.is_none();
+            let batch = grouping::entries(received.unwrap_or_default(), &mut held, options.grouping, last);
+            if !batch.is_empty() {
+                let now = self.now();
+                let mut counted = self
+                    .counted(move |conn| {
+                        store::insert_batch(conn, &batch, options.force, options.origin, options.batch, now)
+                    })
+                    .await?;
+                let added = counted.value.report;
+                self.publish(&counted, u64::from(added.queued + added.duplicates + added.skipped));
+                enqueued.report += added;
+                enqueued.files.extend(std::mem::take(&mut counted.value.files));
+                if added.queued > 0 {
+                    self.kick();
+                }
+            }
+            if last {
+                break;
             }
         }
         walker.await.map_err(|source| ImportError::Task { what: "listing the files", source })?;

@@ -48,6 +48,15 @@ pub(crate) struct Counted<T> {
     pub seq: u64,
 }
 
+/// What the enqueue hands the store, in the order scanned.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Entry {
+    /// A file as scanned: one listed as skipped, or a photo that is a product of its own.
+    File(Scanned),
+    /// The photos of one product, in the order they will be sent (front-like first).
+    Product { photos: Vec<(StoredPath, Option<String>)>, note: Option<GroupNote> },
+}
+
 /// An item a worker took.
 #[derive(Debug, Clone)]
 pub(crate) struct Claimed {
@@ -55,10 +64,21 @@ pub(crate) struct Claimed {
     pub path: StoredPath,
     /// The SHA-256 computed when the file was queued: intake does not hash the file again.
     pub sha256: Option<String>,
+    /// The product's other photos (`import_item_photos`), in order.
+    pub more: Vec<MorePhoto>,
     pub attempts: u32,
     pub origin: ItemOrigin,
     /// Worked through the Batch API.
     pub batch: bool,
+}
+
+/// A photo of an item's product after its first.
+#[derive(Debug, Clone)]
+pub(crate) struct MorePhoto {
+    /// 1-based, the order sent.
+    pub position: i64,
+    pub path: StoredPath,
+    pub sha256: Option<String>,
 }
 
 /// Which items a worker claims.
@@ -206,7 +226,7 @@ pub(crate) fn counts(conn: &mut Connection) -> Result<(StateCounts, u32), Import
 /// - `force`: queued anyway (a re-extract), unless the same path is waiting or in progress.
 pub(crate) fn insert_batch(
     conn: &mut Connection,
-    batch: &[Scanned],
+    batch: &[Entry],
     force: bool,
     origin: ItemOrigin,
     batch_mode: bool,
@@ -216,6 +236,19 @@ pub(crate) fn insert_batch(
     let mut done = Enqueued::default();
     let report = &mut done.report;
     for entry in batch {
+        let entry = match entry {
+            Entry::File(file) => file,
+            Entry::Product { photos, note } => {
+                let placed = place_product(&tx, photos, note.as_ref(), (origin, batch_mode), now, report)?;
+                done.files.extend(photos.iter().zip(placed).map(|((path, _), (item, result_of))| EnqueuedFile {
+                    path: path.text().to_owned(),
+                    path_bytes: path.bytes_hex(),
+                    item,
+                    result_of,
+                }));
+                continue;
+            }
+        };
         let (path, item, result_of) = match entry {
             Scanned::Skipped { path, reason, message } => {
                 let listed: Option<ItemId> = tx
@@ -267,10 +300,73 @@ fn place_photo(
     now: i64,
     report: &mut EnqueueReport,
 ) -> Result<(ItemId, ItemId), ImportError> {
+    if let Some(known) = known_photo(tx, path, sha256, force, origin, now, report)? {
+        return Ok(known);
+    }
+    let item = insert_item(tx, path, sha256, force, (origin, batch), None, now, report)?;
+    Ok((item, item))
+}
+
+/// The photos of one product of [`insert_batch`], each with its item and the item whose result
+/// stands for it. Each photo is looked at as [`place_photo`] would (listed before, a duplicate in
+/// the catalog or the queue: what it always was); the others become one item, the first its row
+/// and the rest `import_item_photos` in order. A photo with the same bytes as an earlier one of
+/// the same product is a duplicate of it.
+fn place_product(
+    tx: &Connection,
+    photos: &[(StoredPath, Option<String>)],
+    note: Option<&GroupNote>,
+    (origin, batch): (ItemOrigin, bool),
+    now: i64,
+    report: &mut EnqueueReport,
+) -> Result<Vec<(ItemId, ItemId)>, ImportError> {
+    let mut placed = Vec::with_capacity(photos.len());
+    let mut item: Option<(ItemId, i64)> = None;
+    for (path, sha256) in photos {
+        if let Some(known) = known_photo(tx, path, sha256.as_deref(), false, origin, now, report)? {
+            placed.push(known);
+            continue;
+        }
+        match &mut item {
+            None => {
+                let id = insert_item(tx, path, sha256.as_deref(), false, (origin, batch), note, now, report)?;
+                item = Some((id, 0));
+                placed.push((id, id));
+            }
+            Some((id, position)) => {
+                *position += 1;
+                tx.execute(
+                    "INSERT INTO import_item_photos (item_id, position, path, path_bytes, sha256)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![*id, *position, path.text(), path.bytes(), sha256],
+                )?;
+                placed.push((*id, *id));
+            }
+        }
+    }
+    Ok(placed)
+}
+
+/// What [`place_photo`] finds for a photo already known: waiting or in progress (as an item's
+/// first photo or another), listed before with the same bytes, or the same bytes in the catalog
+/// or the queue (then listed as skipped here). `None`: a new photo.
+fn known_photo(
+    tx: &Connection,
+    path: &StoredPath,
+    sha256: Option<&str>,
+    force: bool,
+    origin: ItemOrigin,
+    now: i64,
+    report: &mut EnqueueReport,
+) -> Result<Option<(ItemId, ItemId)>, ImportError> {
     let pending: Option<ItemId> = tx
         .query_row(
             "SELECT id FROM import_items
-             WHERE path = ?1 AND path_bytes IS ?2 AND state IN ('queued', 'preparing', 'extracting', 'submitted')",
+             WHERE path = ?1 AND path_bytes IS ?2 AND state IN ('queued', 'preparing', 'extracting', 'submitted')
+             UNION ALL
+             SELECT i.id FROM import_item_photos p JOIN import_items i ON i.id = p.item_id
+             WHERE p.path = ?1 AND p.path_bytes IS ?2 AND i.state IN ('queued', 'preparing', 'extracting', 'submitted')
+             LIMIT 1",
             params![path.text(), path.bytes()],
             |row| row.get(0),
         )
@@ -278,13 +374,19 @@ fn place_photo(
     if let Some(item) = pending {
         promote(tx, item, origin)?;
         report.unchanged += 1;
-        return Ok((item, item));
+        return Ok(Some((item, item)));
     }
     if !force {
         let listed: Option<(ItemId, String, Option<String>, Option<ItemId>)> = tx
             .query_row(
-                "SELECT id, state, skip_reason, duplicate_of_item FROM import_items
-                 WHERE path = ?1 AND path_bytes IS ?3 AND sha256 IS ?2 ORDER BY id DESC LIMIT 1",
+                "SELECT id, state, skip_reason, duplicate_of_item FROM (
+                     SELECT id, state, skip_reason, duplicate_of_item FROM import_items
+                     WHERE path = ?1 AND path_bytes IS ?3 AND sha256 IS ?2
+                     UNION ALL
+                     SELECT i.id, i.state, i.skip_reason, i.duplicate_of_item
+                     FROM import_item_photos p JOIN import_items i ON i.id = p.item_id
+                     WHERE p.path = ?1 AND p.path_bytes IS ?3 AND p.sha256 IS ?2)
+                 ORDER BY id DESC LIMIT 1",
                 params![path.text(), sha256, path.bytes()],
                 |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
             )
@@ -294,10 +396,10 @@ fn place_photo(
                 && (state == "failed" || skip_reason.as_deref() == Some(SkipReason::Discarded.as_str()));
             if asked_anew && requeue(tx, item, origin, now)? {
                 report.queued += 1;
-                return Ok((item, item));
+                return Ok(Some((item, item)));
             }
             report.unchanged += 1;
-            return Ok((item, duplicate_of.unwrap_or(item)));
+            return Ok(Some((item, duplicate_of.unwrap_or(item))));
         }
         if let Some(sha) = sha256 {
             if let Some((product, name)) = product_with_sha(tx, sha)? {
@@ -312,7 +414,7 @@ fn place_photo(
                     now,
                 )?;
                 report.duplicates += 1;
-                return Ok((item, item));
+                return Ok(Some((item, item)));
             }
             if let Some((other, other_path)) = item_with_sha(tx, sha)? {
                 let message = format!(
@@ -327,14 +429,31 @@ fn place_photo(
                 )?;
                 promote(tx, other, origin)?;
                 report.duplicates += 1;
-                return Ok((item, other));
+                return Ok(Some((item, other)));
             }
         }
     }
+    Ok(None)
+}
+
+/// A new item for `path` (its product's first photo), `queued`.
+#[allow(clippy::too_many_arguments)]
+fn insert_item(
+    tx: &Connection,
+    path: &StoredPath,
+    sha256: Option<&str>,
+    force: bool,
+    (origin, batch): (ItemOrigin, bool),
+    note: Option<&GroupNote>,
+    now: i64,
+    report: &mut EnqueueReport,
+) -> Result<ItemId, ImportError> {
+    let group_json = note.map(serde_json::to_string).transpose()?;
     let inserted: Option<ItemId> = tx
         .query_row(
-            "INSERT INTO import_items (path, path_bytes, sha256, state, forced, origin, batch, queued_at, updated_at)
-             VALUES (?1, ?7, ?2, 'queued', ?3, ?4, ?6, ?5, ?5)
+            "INSERT INTO import_items (path, path_bytes, sha256, state, forced, origin, batch, queued_at, updated_at,
+                                      group_json)
+             VALUES (?1, ?7, ?2, 'queued', ?3, ?4, ?6, ?5, ?5, ?8)
              ON CONFLICT DO NOTHING
              RETURNING id",
             params![
@@ -344,7 +463,8 @@ fn place_photo(
                 origin.as_str(),
                 now,
                 batch && origin == ItemOrigin::Import,
-                path.bytes()
+                path.bytes(),
+                group_json
             ],
             |row| row.get(0),
         )
@@ -365,7 +485,7 @@ fn place_photo(
             )?
         }
     };
-    Ok((item, item))
+    Ok(item)
 }
 
 /// An interactive request for an item a bulk import queued: it goes ahead of the bulk items.
@@ -436,7 +556,12 @@ fn product_with_sha(tx: &Connection, sha: &str) -> Result<Option<(ProductId, Str
     Ok(tx
         .query_row(
             "SELECT p.id, p.name FROM photos ph JOIN products p ON p.photo_id = ph.id
-             WHERE ph.sha256 = ?1 AND p.duplicate_of IS NULL AND p.deleted_at IS NULL",
+             WHERE ph.sha256 = ?1 AND p.duplicate_of IS NULL AND p.deleted_at IS NULL
+             UNION ALL
+             SELECT p.id, p.name FROM photos ph JOIN product_photos pp ON pp.photo_id = ph.id
+                                   JOIN products p ON p.id = pp.product_id
+             WHERE ph.sha256 = ?1 AND p.duplicate_of IS NULL AND p.deleted_at IS NULL
+             LIMIT 1",
             [sha],
             |row| Ok((row.get(0)?, row.get(1)?)),
         )
@@ -446,7 +571,12 @@ fn product_with_sha(tx: &Connection, sha: &str) -> Result<Option<(ProductId, Str
 fn item_with_sha(tx: &Connection, sha: &str) -> Result<Option<(ItemId, String)>, ImportError> {
     Ok(tx
         .query_row(
-            "SELECT id, path FROM import_items WHERE sha256 = ?1 AND state <> 'skipped' ORDER BY id LIMIT 1",
+            "SELECT id, path FROM (
+                 SELECT id, path FROM import_items WHERE sha256 = ?1 AND state <> 'skipped'
+                 UNION ALL
+                 SELECT i.id, p.path FROM import_item_photos p JOIN import_items i ON i.id = p.item_id
+                 WHERE p.sha256 = ?1 AND i.state <> 'skipped')
+             ORDER BY id LIMIT 1",
             [sha],
             |row| Ok((row.get(0)?, row.get(1)?)),
         )
@@ -477,6 +607,7 @@ pub(crate) fn claim_next(conn: &mut Connection, origins: Origins, now: i64) -> R
                         id: row.get(0)?,
                         path: StoredPath::from_stored(row.get(1)?, row.get(6)?),
                         sha256: row.get(2)?,
+                        more: Vec::new(),
                         attempts: row.get(3)?,
                         origin: *origin,
                         batch: row.get(5)?,
@@ -484,11 +615,23 @@ pub(crate) fn claim_next(conn: &mut Connection, origins: Origins, now: i64) -> R
                 },
             )
             .optional()?;
-        if claimed.is_some() {
-            return Ok(claimed);
+        if let Some(mut claimed) = claimed {
+            claimed.more = more_photos(conn, claimed.id)?;
+            return Ok(Some(claimed));
         }
     }
     Ok(None)
+}
+
+/// An item's photos after its first, in order.
+fn more_photos(conn: &Connection, item: ItemId) -> Result<Vec<MorePhoto>, ImportError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT position, path, path_bytes, sha256 FROM import_item_photos WHERE item_id = ?1 ORDER BY position",
+    )?;
+    let rows = stmt.query_map([item], |r| {
+        Ok(MorePhoto { position: r.get(0)?, path: StoredPath::from_stored(r.get(1)?, r.get(2)?), sha256: r.get(3)? })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
 }
 
 /// `preparing → extracting`: the photo is recorded; its content hash (what was actually
@@ -500,7 +643,7 @@ pub(crate) fn mark_extracting(
     prepared: &PreparedRow,
     now: i64,
 ) -> Result<bool, ImportError> {
-    let PreparedRow { photo_id, sha256, phash, looks_like, barcodes } = prepared;
+    let PreparedRow { photo_id, sha256, phash, looks_like, barcodes, more } = prepared;
     let barcodes_json = serde_json::to_string(barcodes)?;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     if let Some(hash) = phash {
@@ -513,6 +656,14 @@ pub(crate) fn mark_extracting(
          WHERE id = ?1 AND state = 'preparing'",
         params![id, photo_id, sha256, looks_like.map(|l| l.0), looks_like.map(|l| l.1), now, barcodes_json],
     )?;
+    if changed == 1 {
+        for (position, photo, sha256) in more {
+            tx.execute(
+                "UPDATE import_item_photos SET photo_id = ?3, sha256 = ?4 WHERE item_id = ?1 AND position = ?2",
+                params![id, position, photo, sha256],
+            )?;
+        }
+    }
     tx.commit()?;
     Ok(changed == 1)
 }
@@ -524,8 +675,10 @@ pub(crate) struct PreparedRow {
     pub phash: Option<u64>,
     /// The nearest earlier photo by dHash, and its distance.
     pub looks_like: Option<(PhotoId, u32)>,
-    /// Read from the prepared photo: what a batch's answer is checked against after a restart.
+    /// Read from the prepared photos: what a batch's answer is checked against after a restart.
     pub barcodes: Vec<Barcode>,
+    /// The product's other photos as recorded: position, photo, SHA-256 of what was prepared.
+    pub more: Vec<(i64, PhotoId, String)>,
 }
 
 /// Moves an item out of `preparing`/`extracting`, recording its attempt in the same transaction.
@@ -631,6 +784,7 @@ fn save_in(tx: &Connection, id: ItemId, product: Product, now: i64) -> Result<Pr
     let source =
         if origin == ItemOrigin::Interactive.as_str() { RevisionSource::Review } else { RevisionSource::Import };
     let record = catalog_tx::save_product(tx, &save, source)?;
+    catalog_tx::set_product_photos(tx, record.id, &more_photo_ids(tx, id)?)?;
     tx.execute(
         "UPDATE import_items SET state = 'saved', product_id = ?2, saved_revision = ?3, created_product = ?4,
                                  error_code = NULL, error_message = NULL, updated_at = ?5
@@ -834,7 +988,8 @@ const ROW_SELECT: &str = "
            i.updated_at, i.looks_like_distance,
            lp.id, lp.name,
            li.id, li.path, json_extract(li.proposal_json, '$.name'),
-           i.origin, i.path_bytes
+           i.origin, i.path_bytes,
+           1 + (SELECT count(*) FROM import_item_photos x WHERE x.item_id = i.id)
     FROM import_items i
     LEFT JOIN products lp ON lp.photo_id = i.looks_like_photo_id AND lp.duplicate_of IS NULL AND lp.deleted_at IS NULL
     LEFT JOIN import_items li ON li.id = (SELECT max(x.id) FROM import_items x
@@ -892,6 +1047,7 @@ fn row(r: &Row<'_>) -> rusqlite::Result<ImportRow> {
         photo_id: r.get(12)?,
         product_id: r.get(13)?,
         updated_at: r.get(14)?,
+        photo_count: r.get(23)?,
     })
 }
 
@@ -945,10 +1101,10 @@ pub(crate) fn detail(conn: &mut Connection, id: ItemId) -> Result<ImportItemDeta
         .query_row([id], row)
         .optional()?
         .ok_or(ImportError::NotFound(id))?;
-    let (sha256, proposal, flags, attempt, barcodes) = conn.query_row(
+    let (sha256, proposal, flags, attempt, (barcodes, group)) = conn.query_row(
         "SELECT i.sha256, i.proposal_json, i.flags_json,
                 a.id, a.model, a.latency_ms, a.prompt_tokens, a.output_tokens, a.thoughts_tokens, a.total_tokens,
-                a.raw_response, a.cached_tokens, a.cost_nanos, a.batch, i.barcodes_json
+                a.raw_response, a.cached_tokens, a.cost_nanos, a.batch, i.barcodes_json, i.group_json
          FROM import_items i LEFT JOIN attempts a ON a.id = i.attempt_id
          WHERE i.id = ?1",
         [id],
@@ -978,10 +1134,31 @@ pub(crate) fn detail(conn: &mut Connection, id: ItemId) -> Result<ImportItemDeta
                 None => None,
             };
             let barcodes: Option<Vec<Barcode>> = json(r, 14)?;
-            Ok((r.get::<_, Option<String>>(0)?, proposal, flags, attempt, barcodes))
+            let group: Option<GroupNote> = json(r, 15)?;
+            Ok((r.get::<_, Option<String>>(0)?, proposal, flags, attempt, (barcodes, group)))
         },
     )?;
-    Ok(ImportItemDetail { row, sha256, proposal, flags, attempt, barcodes })
+    let first = ItemPhoto {
+        path: row.path.clone(),
+        path_bytes: row.path_bytes.clone(),
+        file_name: row.file_name.clone(),
+        photo_id: row.photo_id,
+    };
+    let mut photos = vec![first];
+    let mut stmt = conn.prepare_cached(
+        "SELECT path, path_bytes, photo_id FROM import_item_photos WHERE item_id = ?1 ORDER BY position",
+    )?;
+    let more = stmt.query_map([id], |r| {
+        let stored = StoredPath::from_stored(r.get(0)?, r.get(1)?);
+        Ok(ItemPhoto {
+            file_name: stored.file_name(),
+            path_bytes: stored.bytes_hex(),
+            path: stored.text().to_owned(),
+            photo_id: r.get(2)?,
+        })
+    })?;
+    photos.extend(more.collect::<Result<Vec<_>, _>>()?);
+    Ok(ImportItemDetail { row, sha256, proposal, flags, attempt, barcodes, photos, group })
 }
 
 fn json<T: serde::de::DeserializeOwned>(r: &Row<'_>, idx: usize) -> rusqlite::Result<Option<T>> {
@@ -1028,6 +1205,8 @@ pub(crate) struct OpenBatch {
 pub(crate) struct BatchItem {
     pub id: ItemId,
     pub photo_id: PhotoId,
+    /// The product's other photos, in order.
+    pub more_photos: Vec<PhotoId>,
     /// Attempts counted before this batch's.
     pub attempts: u32,
     /// Read from its photo when it was prepared.
@@ -1165,11 +1344,25 @@ pub(crate) fn batch_items(conn: &mut Connection, batch: i64) -> Result<Vec<Batch
         Ok(BatchItem {
             id: r.get(0)?,
             photo_id: r.get(1)?,
+            more_photos: Vec::new(),
             attempts: r.get(2)?,
             barcodes: json(r, 3)?.unwrap_or_default(),
         })
     })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    let mut items: Vec<BatchItem> = rows.collect::<Result<_, _>>()?;
+    for item in &mut items {
+        item.more_photos = more_photo_ids(conn, item.id)?;
+    }
+    Ok(items)
+}
+
+/// The photo ids of an item's other photos, in order (set once it was prepared).
+fn more_photo_ids(conn: &Connection, item: ItemId) -> Result<Vec<PhotoId>, ImportError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT photo_id FROM import_item_photos WHERE item_id = ?1 AND photo_id IS NOT NULL ORDER BY position",
+    )?;
+    let ids = stmt.query_map([item], |r| r.get(0))?.collect::<Result<_, _>>()?;
+    Ok(ids)
 }
 
 /// The batch ended (`phase`): its items still `submitted` go back to `queued` with `error` (the
