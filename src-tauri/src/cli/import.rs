@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand};
 use pe_core::catalog::CostTotal;
 use pe_core::import::{
-    EnqueueOptions, GroupBy, Grouping, ImportItemDetail, ImportOptions, ImportProgress, ImportQueue, ImportStatus, ImportStore,
-    ItemChanged, ItemId, ItemState, SkipInfo, SkipReason,
+    EnqueueOptions, GroupBy, Grouping, ImportItemDetail, ImportOptions, ImportProgress, ImportQueue, ImportStatus,
+    ImportStore, ItemChanged, ItemId, ItemState, SkipInfo, SkipReason,
 };
 use pe_core::pipeline::{checked_for_save, Pipeline};
 use pe_core::resilience::ResilienceStack;

@@ -203,9 +203,10 @@ async fn prepare_photos(pipeline: &Pipeline, item: &Claimed) -> Result<Vec<Prepa
     let mut images = Vec::with_capacity(1 + item.more.len());
     images.push(pipeline.prepare_known(&item.path.to_path_buf(), item.sha256.clone()).await?);
     for (number, photo) in (2..).zip(&item.more) {
-        let image = pipeline.prepare_known(&photo.path.to_path_buf(), photo.sha256.clone()).await.map_err(|source| {
-            ExtractError::ProductPhoto { file: photo.path.file_name(), number, source }
-        })?;
+        let image = pipeline
+            .prepare_known(&photo.path.to_path_buf(), photo.sha256.clone())
+            .await
+            .map_err(|source| ExtractError::ProductPhoto { file: photo.path.file_name(), number, source })?;
         images.push(image);
     }
     Ok(images)

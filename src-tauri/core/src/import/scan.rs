@@ -64,9 +64,7 @@ pub(crate) fn scan(
         // import groups a folder's photos into products as soon as the folder is listed).
         let walk = walkdir::WalkDir::new(&path)
             .follow_links(true)
-            .sort_by(|a, b| {
-                (a.file_type().is_dir(), a.file_name()).cmp(&(b.file_type().is_dir(), b.file_name()))
-            })
+            .sort_by(|a, b| (a.file_type().is_dir(), a.file_name()).cmp(&(b.file_type().is_dir(), b.file_name())))
             .into_iter()
             .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
         for entry in walk {

@@ -11,10 +11,10 @@ use std::time::Duration;
 use tokio::sync::{broadcast, oneshot, watch, Notify, Semaphore};
 use tokio::time::Instant;
 
+use super::grouping;
 use super::phash::NearIndex;
 use super::progress::{eta_ms, ImportProgress, ImportStatus, Throughput};
 use super::records::{Enqueued, ItemChanged, ItemId, ItemState};
-use super::grouping;
 use super::scan::{self, Scanned};
 use super::slots::SendSlots;
 use super::store::{self, Counted, ImportStore};
