@@ -292,7 +292,7 @@ fn photos(dir: &Path, n: u64, seed: u64) -> Vec<PathBuf> {
     std::fs::create_dir_all(dir).unwrap();
     (0..n)
         .map(|i| {
-            let path = dir.join(format!("photo-{i:02}.jpg"));
+            let path = dir.join(format!("photo{i:02}.jpg"));
             std::fs::write(&path, fake_gemini::photos::sample_jpeg(seed + i, 320, 240, 85)).unwrap();
             path
         })
@@ -373,11 +373,11 @@ async fn import_prints_a_line_per_item_and_a_summary_and_a_second_run_resumes() 
     assert!(ready.iter().all(|l| l["usage"]["cost_usd"].as_f64().is_some_and(|usd| usd > 0.0)), "{ready:?}");
     for line in &ready {
         assert_eq!(line["ok"], true);
-        // The folder is read in name order: copy-of-first.jpg comes before sub/photo-00.jpg, which is
+        // The folder is read in name order: copy-of-first.jpg comes before sub/photo00.jpg, which is
         // then the duplicate.
         let file = line["file"].as_str().unwrap();
-        assert!(file.ends_with("shoot/copy-of-first.jpg") || file.contains("shoot/sub/photo-0"), "{file}");
-        assert!(!file.ends_with("photo-00.jpg"), "{file}");
+        assert!(file.ends_with("shoot/copy-of-first.jpg") || file.contains("shoot/sub/photo0"), "{file}");
+        assert!(!file.ends_with("photo00.jpg"), "{file}");
         assert!(line["product"]["name"].as_str().is_some_and(|n| !n.is_empty()));
         assert!(line["usage"]["prompt_tokens"].as_u64().unwrap() > 0);
         assert!(line["attempt_id"].as_i64().is_some() && line["photo_id"].as_i64().is_some());
@@ -902,6 +902,56 @@ async fn extract_json_lines_carry_the_barcodes_read_and_show_tells_the_gtins_sou
     let text = cli(dir.path(), &[], &["products", "show", "1"]).await;
     let text = String::from_utf8_lossy(&text.stdout).to_string();
     assert!(text.contains("4006381333931 (from the photo's barcode)"), "{text}");
+}
+
+/// `import` groups a shoot into products by name (`[import] group_by`, default `stem`): a line
+/// per product with `"files"` (its photos, `"file"` first), one request each; `products show
+/// --json` lists the saved product's `"photos"`; `--group-by none` makes each photo its own.
+#[tokio::test(flavor = "multi_thread")]
+async fn import_groups_a_shoot_into_products_with_all_their_files() {
+    let fake = FakeGemini::start(FakeOptions::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let shoot = dir.path().join("shoot");
+    std::fs::create_dir_all(&shoot).unwrap();
+    for (seed, name) in (500..).zip(["tea_back.jpg", "tea_front.jpg", "tea_2.jpg", "soap.jpg"]) {
+        std::fs::write(shoot.join(name), fake_gemini::photos::sample_jpeg(seed, 320, 240, 85)).unwrap();
+    }
+    let env = [("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &fake.base_url() as &str)];
+    let data = dir.path().join("data");
+    for name in ["Green tea", "Olive soap"] {
+        fake.push(Behavior::Fixed(json!({"name": name})));
+    }
+    let out = cli(&data, &env, &["import", "--json", "--save", "--concurrency", "1", shoot.to_str().unwrap()]).await;
+    let lines = json_lines(&out);
+    assert_eq!(out.status.code(), Some(0), "{lines:?}");
+    let products: Vec<&Value> = lines.iter().filter(|l| l.get("state").is_some()).collect();
+    assert_eq!(products.len(), 2, "{lines:?}");
+    let tea = products.iter().find(|l| l.get("files").is_some()).unwrap();
+    let files: Vec<&str> = tea["files"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+    assert_eq!(files.len(), 3, "{tea}");
+    assert!(
+        files[0].ends_with("tea_front.jpg") && files[1].ends_with("tea_2.jpg") && files[2].ends_with("tea_back.jpg")
+    );
+    assert_eq!(tea["file"], files[0], "\"file\" is the first photo");
+    assert_eq!(tea.as_object().unwrap().keys().next().map(String::as_str), Some("file"));
+    assert!(products.iter().find(|l| l.get("files").is_none()).unwrap()["file"]
+        .as_str()
+        .unwrap()
+        .ends_with("soap.jpg"));
+    assert_eq!(fake.generate_count(), 2, "one request per product");
+
+    let id = tea["saved_product_id"].as_i64().expect("saved").to_string();
+    let show = cli(&data, &[], &["products", "show", &id, "--json"]).await;
+    let shown: Value = serde_json::from_slice(&show.stdout).unwrap();
+    let shown_files: Vec<&str> =
+        shown["photos"].as_array().unwrap().iter().map(|p| p["path"].as_str().unwrap()).collect();
+    assert_eq!(shown_files, files, "the saved product's photos, in order");
+
+    // The same files, each its own product, in another data dir.
+    let out =
+        cli(&dir.path().join("none"), &env, &["import", "--json", "--group-by", "none", shoot.to_str().unwrap()]).await;
+    assert_eq!(json_lines(&out).iter().filter(|l| l.get("state").is_some()).count(), 4);
+    assert_eq!(fake.generate_count(), 6);
 }
 
 /// `catalog check --json` against the real server (`scripts/with-postgres`): connects, migrates a

@@ -522,7 +522,7 @@ async fn import_a_dropped_folder_and_review_with_the_keyboard() {
     for i in 0..PHOTOS {
         let dir = if i % 3 == 0 { shoot.join("day2") } else { shoot.clone() };
         let photo = fake_gemini::photos::sample_jpeg(100 + i, 640, 480, 85);
-        std::fs::write(dir.join(format!("photo-{i}.jpg")), photo).unwrap();
+        std::fs::write(dir.join(format!("photo{i}.jpg")), photo).unwrap();
     }
     std::fs::write(shoot.join("notes.txt"), b"not a photo").unwrap();
     let driver = start_driver(data_dir.path(), IMPORT_PORTS, &[]);

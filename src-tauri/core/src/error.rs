@@ -74,6 +74,9 @@ pub enum ErrorCode {
     /// A Gemini batch (batch mode) failed, expired, was cancelled or could not be submitted; its
     /// photos are queued again (the message says why).
     BatchEnded,
+    /// A product's photos were changed in review (a photo moved in or out): its proposal was for
+    /// other photos. Extract it again (only when asked: it costs a call).
+    Regrouped,
 }
 
 impl ErrorCode {
@@ -108,6 +111,7 @@ impl ErrorCode {
             Self::Io => "io",
             Self::BudgetSpent => "budget_spent",
             Self::BatchEnded => "batch_ended",
+            Self::Regrouped => "regrouped",
         }
     }
 }

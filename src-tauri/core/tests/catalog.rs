@@ -101,10 +101,13 @@ async fn migrates_an_empty_file_with_wal_and_foreign_keys() {
     assert_eq!(
         tables,
         [
+            "attempt_photos",
             "attempts",
             "batches",
+            "import_item_photos",
             "import_items",
             "photos",
+            "product_photos",
             "product_revisions",
             "products",
             "products_fts",

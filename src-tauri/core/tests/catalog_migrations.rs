@@ -39,6 +39,8 @@ const EARLIER: &[Earlier] = &[
     Earlier { version: 8, seed: SEED_V5 },
     // 0009 added the barcodes read (NULL for rows from before): the same rows.
     Earlier { version: 9, seed: SEED_V5 },
+    // 0010 added only indexes: the same rows.
+    Earlier { version: 10, seed: SEED_V5 },
 ];
 
 /// Three photos; a proposed and a failed attempt; three products: one reviewed from a proposal

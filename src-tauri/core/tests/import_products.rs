@@ -300,3 +300,54 @@ async fn a_batch_import_sends_each_product_as_one_entry_with_all_its_photos() {
         .unwrap();
     assert_eq!(sent, 2, "the two photos after the first");
 }
+
+#[tokio::test]
+async fn review_splits_and_merges_products_and_nothing_is_sent_until_asked() {
+    let s = setup().await;
+    let shoot = s.shoot("regroup", &["kit_1.jpg", "kit_2.jpg", "kit_3.jpg", "lone.jpg"], 300);
+    s.import(vec![shoot], stem(6)).await;
+    let products = s.products().await;
+    let kit = products.iter().find(|p| p.photos.len() == 3).unwrap().row.id;
+    let lone = products.iter().find(|p| p.photos.len() == 1).unwrap().row.id;
+    assert_eq!(s.generate_bodies().len(), 2);
+
+    // Split: kit_3.jpg becomes a product of its own.
+    let changed = s.queue.move_photo(kit, 2, None).await.unwrap();
+    assert_eq!(changed.len(), 2);
+    let (split_off, state) = changed[1];
+    assert_eq!(state, ItemState::Failed);
+    let kit_now = s.queue.item(kit).await.unwrap();
+    assert_eq!(file_names(&kit_now), ["kit_1.jpg", "kit_2.jpg"]);
+    assert_eq!(kit_now.row.state, ItemState::Failed);
+    assert_eq!(kit_now.row.last_error.as_ref().unwrap().code, ErrorCode::Regrouped);
+    assert!(kit_now.proposal.is_none(), "the proposal was for other photos");
+    assert_eq!(file_names(&s.queue.item(split_off).await.unwrap()), ["kit_3.jpg"]);
+
+    // Merge: lone.jpg joins the kit.
+    let changed = s.queue.move_photo(lone, 0, Some(kit)).await.unwrap();
+    assert_eq!(changed, [(lone, ItemState::Skipped), (kit, ItemState::Failed)]);
+    assert_eq!(file_names(&s.queue.item(kit).await.unwrap()), ["kit_1.jpg", "kit_2.jpg", "lone.jpg"]);
+    let merged = s.queue.item(lone).await.unwrap();
+    assert_eq!(merged.row.skipped.as_ref().unwrap().duplicate_of_item, Some(kit));
+
+    // Nothing was sent for any of it.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(s.generate_bodies().len(), 2, "a changed group is extracted again only when asked");
+
+    // Asked: each goes as one request with its new photos.
+    s.queue.force_extract(kit).await.unwrap();
+    s.queue.force_extract(split_off).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(30), s.queue.settled()).await.unwrap();
+    let mut shapes: Vec<usize> = s.generate_bodies()[2..].iter().map(|b| images_and_prompt(b).0).collect();
+    shapes.sort_unstable();
+    assert_eq!(shapes, [1, 3]);
+    let kit_now = s.queue.item(kit).await.unwrap();
+    assert_eq!(kit_now.row.state, ItemState::Ready);
+    assert!(kit_now.photos.iter().all(|p| p.photo_id.is_some()));
+
+    // A saved product's photos are not moved from the queue.
+    let reviewed = pe_core::product::Product { gtin: None, ..kit_now.proposal.clone().unwrap() };
+    s.queue.save_item(kit, reviewed).await.unwrap();
+    let refused = s.queue.move_photo(kit, 0, None).await.unwrap_err();
+    assert_eq!(pe_core::Coded::code(&refused), ErrorCode::Conflict, "{refused}");
+}

@@ -59,6 +59,24 @@ pub async fn import_thumbnail(state: State<'_, AppState>, id: ItemId) -> Result<
     Ok(state.import_queue().await?.thumbnail(id).await?)
 }
 
+/// A photo's thumbnail (any photo of a product: the review's photo strip).
+pub async fn photo_thumbnail(state: State<'_, AppState>, photo_id: i64) -> Result<Option<String>, ErrorReport> {
+    Ok(state.catalog().photo_thumbnail(photo_id).await?)
+}
+
+/// Review's split and merge: photo `index` of item `from` to item `to`, or to a product of its
+/// own; returns the items changed (the new one last). Nothing is sent until asked.
+pub async fn import_move_photo(
+    state: State<'_, AppState>,
+    from: ItemId,
+    index: u32,
+    to: Option<ItemId>,
+) -> Result<Vec<ItemId>, ErrorReport> {
+    let queue = state.import_queue().await?;
+    let index = usize::try_from(index).unwrap_or(usize::MAX);
+    Ok(queue.move_photo(from, index, to).await?.into_iter().map(|(id, _)| id).collect())
+}
+
 /// Pause, resume, cancel (items stay queued), retry failed, clear done; returns the progress after.
 pub async fn import_control(state: State<'_, AppState>, action: ImportControl) -> Result<ImportProgress, ErrorReport> {
     let queue = state.import_queue().await?;

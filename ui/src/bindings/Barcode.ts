@@ -17,4 +17,9 @@ bounds: PixelBox,
 /**
  * The same box in Gemini's form: `[y_min, x_min, y_max, x_max]`, normalized to 0–1000.
  */
-box_2d: [number, number, number, number], };
+box_2d: [number, number, number, number], 
+/**
+ * Which of the product's photos it was read on (0: the first; a single-photo product's, and
+ * every barcode stored before products had several photos).
+ */
+photo: number, };

@@ -2,7 +2,9 @@
 import type { AttemptInfo } from "./AttemptInfo";
 import type { Barcode } from "./Barcode";
 import type { FieldFlag } from "./FieldFlag";
+import type { GroupNote } from "./GroupNote";
 import type { ImportRow } from "./ImportRow";
+import type { ItemPhoto } from "./ItemPhoto";
 import type { Product } from "./Product";
 
 /**
@@ -14,6 +16,15 @@ export type ImportItemDetail = { row: ImportRow, sha256: string | null,
  */
 proposal: Product | null, flags: Array<FieldFlag>, attempt: AttemptInfo | null, 
 /**
- * The barcodes read from its photo when it was last prepared; `None`: not prepared (yet).
+ * The barcodes read from its photos when it was last prepared (each with its photo's
+ * index in `photos`); `None`: not prepared (yet).
  */
-barcodes: Array<Barcode> | null, };
+barcodes: Array<Barcode> | null, 
+/**
+ * Every photo of the product, in the order sent (the first is `row.path`).
+ */
+photos: Array<ItemPhoto>, 
+/**
+ * What grouping did to this product's photos (split from a larger group), when anything.
+ */
+group: GroupNote | null, };

@@ -51,4 +51,9 @@ photo_id: number | null,
  * The product this item was saved as; for a ready item, the product its photo already is
  * (a forced re-extract), which saving updates.
  */
-product_id: number | null, updated_at: number, };
+product_id: number | null, updated_at: number, 
+/**
+ * How many photos the product has (1, or more for a product of several photos: its first
+ * is `path`).
+ */
+photo_count: number, };

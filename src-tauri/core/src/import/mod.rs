@@ -173,6 +173,10 @@ pub enum ImportError {
     Catalog(#[from] CatalogError),
     #[error("Import item {0} does not exist; refresh the list.")]
     NotFound(ItemId),
+    #[error(
+        "Import item {id} has {max} photos already, the most one product may have (import.max_photos_per_product)."
+    )]
+    TooManyPhotos { id: ItemId, max: usize },
     #[error("Import item {id} is {state}, but this needs it {expected}; refresh the list and try again.")]
     WrongState { id: ItemId, state: ItemState, expected: &'static str },
     /// Review: the product is refused, with the invalid fields' flags.
@@ -201,7 +205,7 @@ impl Coded for ImportError {
         match self {
             Self::Catalog(e) => e.code(),
             Self::NotFound(_) => ErrorCode::NotFound,
-            Self::WrongState { .. } => ErrorCode::Conflict,
+            Self::WrongState { .. } | Self::TooManyPhotos { .. } => ErrorCode::Conflict,
             Self::Save(e) => e.code(),
             Self::Lock { .. } | Self::Task { .. } => ErrorCode::Io,
         }
@@ -461,6 +465,31 @@ impl ImportQueue {
     pub async fn save_item(&self, id: ItemId, product: Product) -> Result<ProductRecord, ImportError> {
         let now = self.shared().now();
         self.shared().single(id, ItemState::Saved, move |conn| store::save_item(conn, id, product, now)).await
+    }
+
+    /// Review's split and merge: photo `index` (0-based, in the order sent) of item `from` moves
+    /// to item `to` (after its photos), or to a product of its own (`to` = `None`). Both must be
+    /// queued, ready or failed. A settled item whose photos changed is `failed` with `regrouped`
+    /// and is extracted again only when asked ([`ImportQueue::force_extract`]); a queued one sends
+    /// its new photos. An item left without photos is skipped (its photo was merged). Returns the
+    /// items changed, with their states, the new one last.
+    pub async fn move_photo(
+        &self,
+        from: ItemId,
+        index: usize,
+        to: Option<ItemId>,
+    ) -> Result<Vec<(ItemId, ItemState)>, ImportError> {
+        let shared = self.shared();
+        let now = shared.now();
+        let max = crate::config::MAX_PHOTOS_PER_PRODUCT_LIMIT;
+        let counted = shared.counted(move |conn| store::move_photo(conn, from, index, to, max, now)).await?;
+        for (id, state) in &counted.value {
+            shared.item_changed(*id, *state, &counted);
+        }
+        if counted.value.iter().any(|(_, state)| *state == ItemState::Queued) {
+            shared.kick();
+        }
+        Ok(counted.value)
     }
 
     /// Review's discard: the item is skipped (`discarded`); nothing is saved.

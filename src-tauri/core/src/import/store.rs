@@ -907,6 +907,161 @@ pub(crate) fn force(conn: &mut Connection, id: ItemId, now: i64) -> Result<(), I
     Err(ImportError::WrongState { id, state, expected: "skipped as a duplicate, discarded, or failed" })
 }
 
+/// One photo of an item, as [`move_photo`] rewrites them.
+struct ItemPhotoRow {
+    path: String,
+    path_bytes: Option<Vec<u8>>,
+    sha256: Option<String>,
+    photo_id: Option<PhotoId>,
+}
+
+/// An item's state, origin, batch mode and photos, in order (its own first).
+fn photos_of(tx: &Connection, id: ItemId) -> Result<(ItemState, String, bool, Vec<ItemPhotoRow>), ImportError> {
+    let (state, origin, batch, first) = tx
+        .query_row(
+            "SELECT state, origin, batch, path, path_bytes, sha256, photo_id FROM import_items WHERE id = ?1",
+            [id],
+            |r| {
+                let photo =
+                    ItemPhotoRow { path: r.get(3)?, path_bytes: r.get(4)?, sha256: r.get(5)?, photo_id: r.get(6)? };
+                Ok((parse_state(r, 0)?, r.get::<_, String>(1)?, r.get::<_, bool>(2)?, photo))
+            },
+        )
+        .optional()?
+        .ok_or(ImportError::NotFound(id))?;
+    let mut photos = vec![first];
+    let mut stmt = tx.prepare_cached(
+        "SELECT path, path_bytes, sha256, photo_id FROM import_item_photos WHERE item_id = ?1 ORDER BY position",
+    )?;
+    let more = stmt.query_map([id], |r| {
+        Ok(ItemPhotoRow { path: r.get(0)?, path_bytes: r.get(1)?, sha256: r.get(2)?, photo_id: r.get(3)? })
+    })?;
+    photos.extend(more.collect::<Result<Vec<_>, _>>()?);
+    Ok((state, origin, batch, photos))
+}
+
+/// The states whose photos review may change: waiting (not claimed), or settled and not saved.
+const REGROUPABLE: [ItemState; 3] = [ItemState::Queued, ItemState::Ready, ItemState::Failed];
+
+/// What an item becomes once its photos changed: a waiting item just sends its new photos; a
+/// settled one is `failed` with `regrouped` (its proposal was for other photos), extracted again
+/// only when asked ([`force`]).
+fn write_photos(
+    tx: &Connection,
+    id: ItemId,
+    state: ItemState,
+    photos: &[ItemPhotoRow],
+    now: i64,
+) -> Result<(), ImportError> {
+    let first = &photos[0];
+    tx.execute("DELETE FROM import_item_photos WHERE item_id = ?1", [id])?;
+    tx.execute(
+        "UPDATE import_items SET path = ?2, path_bytes = ?3, sha256 = ?4, photo_id = ?5, group_json = NULL,
+                                 updated_at = ?6
+         WHERE id = ?1",
+        params![id, first.path, first.path_bytes, first.sha256, first.photo_id, now],
+    )?;
+    for (position, photo) in (1i64..).zip(&photos[1..]) {
+        tx.execute(
+            "INSERT INTO import_item_photos (item_id, position, path, path_bytes, sha256, photo_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![id, position, photo.path, photo.path_bytes, photo.sha256, photo.photo_id],
+        )?;
+    }
+    if state != ItemState::Queued {
+        tx.execute(
+            "UPDATE import_items
+             SET state = 'failed', attempts = 0, proposal_json = NULL, flags_json = NULL, flag_count = 0,
+                 barcodes_json = NULL, looks_like_photo_id = NULL, looks_like_distance = NULL,
+                 error_code = 'regrouped', error_message = ?2
+             WHERE id = ?1",
+            params![
+                id,
+                "Its photos changed in review; extract it again to get a proposal from these photos (one Gemini call)."
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// Review moves photo `index` (0-based, in the order sent) of item `from` to item `to` (after its
+/// photos), or to a product of its own (`to` = `None`). Both items must be waiting or settled
+/// and not saved; an item left without photos is listed as skipped, merged into `to`. Changed
+/// settled items are not sent again by themselves ([`write_photos`]). Returns the items changed
+/// (the new one last).
+pub(crate) fn move_photo(
+    conn: &mut Connection,
+    from: ItemId,
+    index: usize,
+    to: Option<ItemId>,
+    max_photos: usize,
+    now: i64,
+) -> Result<Vec<(ItemId, ItemState)>, ImportError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let (from_state, origin, batch, mut from_photos) = photos_of(&tx, from)?;
+    if !REGROUPABLE.contains(&from_state) {
+        return Err(ImportError::WrongState { id: from, state: from_state, expected: "queued, ready or failed" });
+    }
+    if index >= from_photos.len() {
+        return Err(ImportError::NotFound(from));
+    }
+    if to == Some(from) {
+        return Ok(Vec::new());
+    }
+    if to.is_none() && from_photos.len() == 1 {
+        // Already a product of its own.
+        return Ok(Vec::new());
+    }
+    let photo = from_photos.remove(index);
+    // `from` first: its row may have had the moved photo's path, which a waiting new item takes.
+    if from_photos.is_empty() {
+        // Its only photo goes to `to`: listed as merged, pointing at the item that has it.
+        tx.execute("DELETE FROM import_item_photos WHERE item_id = ?1", [from])?;
+        tx.execute(
+            "UPDATE import_items SET state = 'skipped', skip_reason = 'discarded', duplicate_of_item = ?2,
+                                     error_code = NULL, error_message = ?3, proposal_json = NULL, flags_json = NULL,
+                                     flag_count = 0, updated_at = ?4
+             WHERE id = ?1",
+            params![from, to, format!("Its photo was moved into item #{} in review.", to.unwrap_or_default()), now],
+        )?;
+    } else {
+        write_photos(&tx, from, from_state, &from_photos, now)?;
+    }
+    let mut changed = vec![from];
+    match to {
+        Some(to) => {
+            let (to_state, _, _, mut to_photos) = photos_of(&tx, to)?;
+            if !REGROUPABLE.contains(&to_state) {
+                return Err(ImportError::WrongState { id: to, state: to_state, expected: "queued, ready or failed" });
+            }
+            if to_photos.len() >= max_photos {
+                return Err(ImportError::TooManyPhotos { id: to, max: max_photos });
+            }
+            to_photos.push(photo);
+            write_photos(&tx, to, to_state, &to_photos, now)?;
+            changed.push(to);
+        }
+        None => {
+            let new: ItemId = tx.query_row(
+                "INSERT INTO import_items (path, path_bytes, sha256, photo_id, state, origin, batch, queued_at,
+                                          updated_at)
+                 VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?6, ?7, ?7)
+                 RETURNING id",
+                params![photo.path, photo.path_bytes, photo.sha256, photo.photo_id, origin, batch, now],
+                |r| r.get(0),
+            )?;
+            write_photos(&tx, new, from_state, std::slice::from_ref(&photo), now)?;
+            changed.push(new);
+        }
+    }
+    tx.commit()?;
+    let mut states = Vec::with_capacity(changed.len());
+    for id in changed {
+        states.push((id, state_of(conn, id)?));
+    }
+    Ok(states)
+}
+
 /// `ready`, `failed` or `queued` → skipped (`discarded`).
 pub(crate) fn discard(conn: &mut Connection, id: ItemId, now: i64) -> Result<(), ImportError> {
     let changed = conn.execute(
