@@ -29,8 +29,14 @@ use super::CatalogError;
 use crate::error::{Coded, ErrorCode};
 
 /// The server's migrations, in order (versions from 1, no gaps). Append-only, like SQLite's.
-pub const SERVER_MIGRATIONS: &[Migration] =
-    &[Migration { version: 1, name: "pg/0001_catalog", sql: include_str!("migrations/pg/0001_catalog.sql") }];
+pub const SERVER_MIGRATIONS: &[Migration] = &[
+    Migration { version: 1, name: "pg/0001_catalog", sql: include_str!("migrations/pg/0001_catalog.sql") },
+    Migration {
+        version: 2,
+        name: "pg/0002_barcodes_indexes_product_photos",
+        sql: include_str!("migrations/pg/0002_barcodes_indexes_product_photos.sql"),
+    },
+];
 
 /// The server schema version this build writes.
 pub const SERVER_SCHEMA_VERSION: u32 = SERVER_MIGRATIONS[SERVER_MIGRATIONS.len() - 1].version;
