@@ -34,7 +34,18 @@ async fn a_fresh_database_is_migrated_and_a_second_migrate_does_nothing() {
     assert_eq!(catalog.schema_version().await.unwrap(), SERVER_SCHEMA_VERSION);
     assert_eq!(
         table_names(&catalog).await,
-        ["attempts", "batches", "import_items", "photos", "product_revisions", "products", "schema_migrations"]
+        [
+            "attempt_photos",
+            "attempts",
+            "batches",
+            "import_item_photos",
+            "import_items",
+            "photos",
+            "product_photos",
+            "product_revisions",
+            "products",
+            "schema_migrations"
+        ]
     );
     assert_eq!(catalog.migrate().await.unwrap(), Vec::<u32>::new(), "migrating again is a no-op");
     // A new connection (another desktop later) finds it migrated.
@@ -169,4 +180,110 @@ async fn check_reports_the_server_the_schema_and_the_masked_url() {
     let parsed = CatalogUrl::parse(&url).unwrap();
     assert_eq!(check.url, parsed.to_string());
     assert!(check.url.starts_with("postgres://pe_test:••••@127.0.0.1:"), "{}", check.url);
+}
+
+/// SQLite tables that are deliberately not on the server, and why. FTS5's shadow tables
+/// (`products_fts_*`) and SQLite's own (`sqlite_*`) are left out by name below.
+const SQLITE_ONLY_TABLES: &[(&str, &str)] = &[
+    // FTS5 search; the server searches a tsvector on products instead (see pg/0001's header).
+    ("products_fts", "FTS5 search, replaced on the server by full-text search on products"),
+];
+
+/// Server columns that SQLite does not have, and why (none yet: the queue's lease and the search
+/// vector come with their own migrations, and are listed here then).
+const SERVER_ONLY_COLUMNS: &[(&str, &str, &str)] = &[];
+
+/// The server types a SQLite declared type may become (pg/0001's header gives the rules).
+fn compatible(sqlite_type: &str, server_type: &str) -> bool {
+    let allowed: &[&str] = match sqlite_type.to_ascii_uppercase().as_str() {
+        "INTEGER" => &["bigint", "integer", "boolean"],
+        // JSON: a TEXT column SQLite checks with json_valid().
+        "TEXT" => &["text", "json", "jsonb"],
+        "BLOB" => &["bytea"],
+        "REAL" => &["double precision", "real"],
+        _ => &[],
+    };
+    allowed.contains(&server_type)
+}
+
+/// (table, column) → (declared type, NOT NULL) of a fresh SQLite catalog, every migration applied.
+fn sqlite_columns() -> std::collections::BTreeMap<(String, String), (String, bool)> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("catalog.sqlite3");
+    drop(pe_core::catalog::Catalog::open(&path).unwrap());
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let mut statement = conn
+        .prepare(
+            "SELECT t.name, c.name, c.type, c.\"notnull\" OR c.pk > 0
+             FROM sqlite_schema AS t, pragma_table_info(t.name) AS c
+             WHERE t.type = 'table' AND t.name NOT GLOB 'sqlite_*' AND t.name NOT GLOB 'products_fts_*'",
+        )
+        .unwrap();
+    let rows = statement
+        .query_map([], |r| Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get(3)?))))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    rows
+}
+
+/// The same for a fresh server database, every server migration applied.
+async fn server_columns() -> std::collections::BTreeMap<(String, String), (String, bool)> {
+    let catalog = connect(&fresh_database("parity").await).await.unwrap();
+    catalog.migrate().await.unwrap();
+    let client = catalog.client().await.unwrap();
+    let rows = client
+        .query(
+            "SELECT table_name::text, column_name::text, data_type::text, is_nullable = 'NO'
+             FROM information_schema.columns WHERE table_schema = 'public' AND table_name <> 'schema_migrations'",
+            &[],
+        )
+        .await
+        .unwrap();
+    rows.iter().map(|r| ((r.get(0), r.get(1)), (r.get(2), r.get(3)))).collect()
+}
+
+/// Every SQLite table (but the listed SQLite-only ones) is on the server with the same columns,
+/// compatible types and the same NOT NULL rules: a SQLite migration without its server migration
+/// fails here.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_server_schema_matches_the_sqlite_schema() {
+    let sqlite = sqlite_columns();
+    let server = server_columns().await;
+    let sqlite_only = |table: &str| SQLITE_ONLY_TABLES.iter().any(|(t, _)| *t == table);
+    let mut problems = Vec::new();
+    for ((table, column), (sqlite_type, sqlite_not_null)) in &sqlite {
+        if sqlite_only(table) {
+            continue;
+        }
+        match server.get(&(table.clone(), column.clone())) {
+            None => problems.push(format!("{table}.{column} ({sqlite_type}) is not on the server")),
+            Some((server_type, server_not_null)) => {
+                if !compatible(sqlite_type, server_type) {
+                    problems.push(format!("{table}.{column}: {sqlite_type} in SQLite, {server_type} on the server"));
+                }
+                if sqlite_not_null != server_not_null {
+                    problems.push(format!(
+                        "{table}.{column}: NOT NULL {sqlite_not_null} in SQLite, {server_not_null} on the server"
+                    ));
+                }
+            }
+        }
+    }
+    for (table, column) in server.keys() {
+        let in_sqlite = sqlite.contains_key(&(table.clone(), column.clone()));
+        let listed = SERVER_ONLY_COLUMNS.iter().any(|(t, c, _)| t == table && c == column);
+        if !in_sqlite && !listed {
+            problems.push(format!("{table}.{column} is on the server only (list it in SERVER_ONLY_COLUMNS)"));
+        }
+    }
+    assert!(problems.is_empty(), "the server schema drifted from SQLite's:\n{}", problems.join("\n"));
+    // The comparison saw every table (a query that read nothing would pass anything).
+    let tables: std::collections::BTreeSet<&str> = sqlite.keys().map(|(t, _)| t.as_str()).collect();
+    for table in ["photos", "attempts", "products", "product_revisions", "import_items", "batches", "product_photos"] {
+        assert!(tables.contains(table), "{table} missing from {tables:?}");
+    }
+    for (table, _) in SQLITE_ONLY_TABLES {
+        assert!(tables.contains(table), "{table} is listed as SQLite-only but is not in SQLite");
+    }
 }
