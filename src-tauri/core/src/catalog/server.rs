@@ -456,7 +456,7 @@ impl ServerCatalog {
         self.pool.get().await.map_err(|e| ServerError::from_pool(e, &self.url.to_string(), &self.user))
     }
 
-    fn driver_error(&self, e: &tokio_postgres::Error) -> ServerError {
+    pub(crate) fn driver_error(&self, e: &tokio_postgres::Error) -> ServerError {
         ServerError::from_driver(e, &self.url.to_string(), &self.user)
     }
 
