@@ -969,7 +969,8 @@ async fn catalog_check_json_migrates_the_server_and_masks_the_password() {
     assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
     let check: Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(check["schema_version"], json!(pe_core::catalog::server::SERVER_SCHEMA_VERSION));
-    assert_eq!(check["applied"], json!([1]));
+    let all: Vec<u32> = (1..=pe_core::catalog::server::SERVER_SCHEMA_VERSION).collect();
+    assert_eq!(check["applied"], json!(all));
     assert!(check["server_version"].as_str().unwrap().starts_with(char::is_numeric), "{check}");
     assert!(check["url"].as_str().unwrap().starts_with("postgres://pe_test:••••@127.0.0.1:"), "{check}");
     assert!(!stdout.contains(&password) && !stderr.contains(&password));
@@ -1001,6 +1002,81 @@ async fn catalog_check_json_migrates_the_server_and_masks_the_password() {
     let out = cli(dir.path(), &[], &["catalog", "check"]).await;
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).1.contains("needs a server catalog"));
+}
+
+/// `catalog copy` against the real server (`scripts/with-postgres`): a desktop's catalog (one photo
+/// extracted and saved) copied to an empty database prints each table's count (JSON here), the
+/// password never shown; copied back into a new file, `products search` finds the product there;
+/// a second copy into the same database is refused with exit 1 and the code `conflict`.
+#[tokio::test(flavor = "multi_thread")]
+async fn catalog_copy_to_the_server_and_back_prints_the_counts() {
+    let fake = FakeGemini::start(FakeOptions::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &fake.base_url() as &str)];
+    let out = cli(dir.path(), &env, &["extract", "--save", fixture().to_str().unwrap()]).await;
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+    let local = dir.path().join("catalog.sqlite3");
+    assert!(local.is_file(), "the data dir's catalog is {}", local.display());
+
+    let url = pe_core::catalog::server::testing::fresh_database("cli_copy").await;
+    let password =
+        pe_core::catalog::server::ServerUrl::parse(&url).unwrap().config().get_password().map(<[u8]>::to_vec);
+    let password = String::from_utf8(password.expect("the test URL has a password")).unwrap();
+    let out =
+        cli(dir.path(), &[], &["catalog", "copy", "--from", local.to_str().unwrap(), "--to", &url, "--json"]).await;
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    let report: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let counts: Vec<(String, u64)> = report["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["table"].as_str().unwrap().to_string(), t["rows"].as_u64().unwrap()))
+        .collect();
+    let count = |table: &str| counts.iter().find(|(t, _)| t == table).map(|(_, n)| *n);
+    assert_eq!(counts.len(), pe_core::catalog::copy::TABLES.len(), "{report}");
+    for table in ["photos", "attempts", "products", "product_revisions", "import_items"] {
+        assert_eq!(count(table), Some(1), "{table}: {report}");
+    }
+    assert_eq!(count("batches"), Some(0), "{report}");
+    assert!(report["to"].as_str().unwrap().starts_with("postgres://pe_test:••••@127.0.0.1:"), "{report}");
+    assert!(!stdout.contains(&password) && !stderr.contains(&password), "{stdout}{stderr}");
+
+    // Back into a new file, in text: a line per table; search works there.
+    let back = dir.path().join("copied").join("back.sqlite3");
+    let out = cli(dir.path(), &[], &["catalog", "copy", "--from", &url, "--to", back.to_str().unwrap()]).await;
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stdout.lines().any(|l| l.starts_with("products ") && l.trim_end().ends_with(" 1")), "{stdout}");
+    assert!(stdout.contains("row count checked"), "{stdout}");
+    assert!(!stdout.contains(&password) && !stderr.contains(&password), "{stdout}{stderr}");
+    let list = |catalog: PathBuf| {
+        let dir = dir.path().to_path_buf();
+        async move {
+            let out = cli(&dir, &[], &["--catalog", catalog.to_str().unwrap(), "products", "list", "--json"]).await;
+            assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+            serde_json::from_slice::<Value>(&out.stdout).unwrap()
+        }
+    };
+    let rows = list(local.clone()).await;
+    assert_eq!(list(back.clone()).await, rows);
+    let name = rows[0]["name"].as_str().unwrap().to_string();
+    let word: String = name.split_whitespace().next().unwrap().to_lowercase().chars().take(3).collect();
+    let out = cli(dir.path(), &[], &["--catalog", back.to_str().unwrap(), "products", "search", &word, "--json"]).await;
+    assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap(), rows, "search {word:?} in the copy");
+
+    // The server now holds a catalog: a second copy is refused, saying what to do.
+    let out =
+        cli(dir.path(), &[], &["catalog", "copy", "--from", local.to_str().unwrap(), "--to", &url, "--json"]).await;
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    let error: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(error["error"]["code"], "conflict", "{error}");
+    assert!(stderr.contains("already holds a catalog") && stderr.contains("empty database"), "{stderr}");
+    assert!(!stderr.contains(&password), "{stderr}");
+    // A malformed end is a usage error.
+    let out = cli(dir.path(), &[], &["catalog", "copy", "--from", "mysql://h/db", "--to", &url]).await;
+    assert_eq!(out.status.code(), Some(2), "{:?}", text(&out));
 }
 
 /// `--catalog PATH` opens that SQLite file instead of the data dir's.

@@ -60,7 +60,8 @@ pub struct Global {
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// The catalog: a SQLite file's path or a postgres:// URL (over PRODUCT_EXTRACTOR_CATALOG_URL and
-    /// [catalog] url). A server catalog works only with `catalog check` so far.
+    /// [catalog] url). A server catalog works only with `catalog check` so far (`catalog copy`
+    /// names its own ends).
     #[arg(long, global = true, value_name = "URL")]
     pub catalog: Option<String>,
     /// Passed by WebKit's WebDriver when it starts the window for automation; ignored.
@@ -89,7 +90,8 @@ pub enum Command {
     /// `key delete`.
     #[command(subcommand)]
     Key(key::KeyCommand),
-    /// The catalog itself: `catalog check` connects to a server catalog and migrates it.
+    /// The catalog itself: `catalog check` connects to a server catalog and migrates it; `catalog
+    /// copy` copies a whole catalog between SQLite files and servers.
     #[command(subcommand)]
     Catalog(CatalogCommand),
 }
@@ -101,6 +103,22 @@ pub enum CatalogCommand {
     /// (password masked). Exit 1 when it cannot connect or migrate, 2 without a postgres:// URL.
     Check {
         /// One JSON object (`{"url", "server_version", "schema_version", "applied"}`) instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Copy a whole catalog (photos, attempts, products, revisions, the import queue) into an empty
+    /// one, ids kept, in one transaction, then check each table's row count and print it. Each end
+    /// is a SQLite file's path or a postgres:// URL: a team starts by copying a desktop's catalog to
+    /// the server. A destination that already holds a catalog is refused. Exit 1 when the copy
+    /// fails (nothing is written), 2 on a malformed argument.
+    Copy {
+        /// The catalog to read: a SQLite file or a postgres:// URL.
+        #[arg(long, value_name = "URL")]
+        from: String,
+        /// The catalog to fill: a new (or empty) SQLite file, or an empty database's postgres:// URL.
+        #[arg(long, value_name = "URL")]
+        to: String,
+        /// One JSON object (`{"from", "to", "tables": [{"table", "rows"}…]}`) instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -243,6 +261,9 @@ pub fn run(global: &Global, command: Command) -> i32 {
     };
     let command = match command {
         Command::Catalog(CatalogCommand::Check { json }) => return runtime.block_on(catalog_check(global, json)),
+        Command::Catalog(CatalogCommand::Copy { from, to, json }) => {
+            return runtime.block_on(catalog_copy(&from, &to, json))
+        }
         command => command,
     };
     let paths = match global.local_paths(&format!("`{}`", command.name())) {
@@ -332,6 +353,41 @@ async fn catalog_check(global: &Global, json: bool) -> i32 {
                         format!(" (migrated now: {:?})", check.applied)
                     }
                 );
+            }
+            EXIT_OK
+        }
+        Err(e) => {
+            let report = ErrorReport::from(e);
+            if json {
+                println!("{}", json!({ "error": report }));
+            }
+            eprintln!("error: {}", report.message);
+            EXIT_FAILED
+        }
+    }
+}
+
+/// `catalog copy --from SRC --to DST`: never opens the data dir's catalog (unless it is named).
+async fn catalog_copy(from: &str, to: &str, json: bool) -> i32 {
+    let parse = |text: &str, flag: &str| {
+        CatalogUrl::parse(text).map_err(|e| usage_error(&format!("{flag}: {}", ErrorReport::from(e).message)))
+    };
+    let (from, to) = match (parse(from, "--from"), parse(to, "--to")) {
+        (Ok(from), Ok(to)) => (from, to),
+        (Err(code), _) | (_, Err(code)) => return code,
+    };
+    eprintln!("Copying the catalog {from} to {to}…");
+    let env = |k: &str| std::env::var(k).ok();
+    match pe_core::catalog::copy::copy_catalog(&from, &to, &env).await {
+        Ok(report) => {
+            if json {
+                println!("{}", json!(report));
+            } else {
+                let width = report.tables.iter().map(|t| t.table.len()).max().unwrap_or(0);
+                for table in &report.tables {
+                    println!("{:<width$}  {:>9}", table.table, table.rows);
+                }
+                println!("Copied {} to {}; every table's row count checked.", report.from, report.to);
             }
             EXIT_OK
         }

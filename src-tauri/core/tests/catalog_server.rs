@@ -2,8 +2,11 @@
 //! `make test` wraps the tests in): migrations, once under concurrency, a newer server refused,
 //! typed connection errors that never show a password. Each test has a database of its own.
 
+use std::path::Path;
+
 use pe_core::catalog::server::testing::{fresh_database, server_url};
 use pe_core::catalog::server::{CatalogUrl, ServerCatalog, ServerError, ServerUrl, SERVER_SCHEMA_VERSION};
+use pe_core::catalog::{copy, Catalog};
 use pe_core::{Coded, ErrorCode};
 
 fn no_env(_: &str) -> Option<String> {
@@ -34,7 +37,18 @@ async fn a_fresh_database_is_migrated_and_a_second_migrate_does_nothing() {
     assert_eq!(catalog.schema_version().await.unwrap(), SERVER_SCHEMA_VERSION);
     assert_eq!(
         table_names(&catalog).await,
-        ["attempts", "batches", "import_items", "photos", "product_revisions", "products", "schema_migrations"]
+        [
+            "attempt_photos",
+            "attempts",
+            "batches",
+            "import_item_photos",
+            "import_items",
+            "photos",
+            "product_photos",
+            "product_revisions",
+            "products",
+            "schema_migrations"
+        ]
     );
     assert_eq!(catalog.migrate().await.unwrap(), Vec::<u32>::new(), "migrating again is a no-op");
     // A new connection (another desktop later) finds it migrated.
@@ -169,4 +183,411 @@ async fn check_reports_the_server_the_schema_and_the_masked_url() {
     let parsed = CatalogUrl::parse(&url).unwrap();
     assert_eq!(check.url, parsed.to_string());
     assert!(check.url.starts_with("postgres://pe_test:••••@127.0.0.1:"), "{}", check.url);
+}
+
+/// SQLite tables that are deliberately not on the server, and why. FTS5's shadow tables
+/// (`products_fts_*`) and SQLite's own (`sqlite_*`) are left out by name below.
+const SQLITE_ONLY_TABLES: &[(&str, &str)] = &[
+    // FTS5 search; the server searches a tsvector on products instead (see pg/0001's header).
+    ("products_fts", "FTS5 search, replaced on the server by full-text search on products"),
+];
+
+/// Server columns that SQLite does not have, and why (none yet: the queue's lease and the search
+/// vector come with their own migrations, and are listed here then).
+const SERVER_ONLY_COLUMNS: &[(&str, &str, &str)] = &[];
+
+/// The server types a SQLite declared type may become (pg/0001's header gives the rules).
+fn compatible(sqlite_type: &str, server_type: &str) -> bool {
+    let allowed: &[&str] = match sqlite_type.to_ascii_uppercase().as_str() {
+        "INTEGER" => &["bigint", "integer", "boolean"],
+        // JSON: a TEXT column SQLite checks with json_valid().
+        "TEXT" => &["text", "json", "jsonb"],
+        "BLOB" => &["bytea"],
+        "REAL" => &["double precision", "real"],
+        _ => &[],
+    };
+    allowed.contains(&server_type)
+}
+
+/// (table, column) → (declared type, NOT NULL) of a fresh SQLite catalog, every migration applied.
+fn sqlite_columns() -> std::collections::BTreeMap<(String, String), (String, bool)> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("catalog.sqlite3");
+    drop(pe_core::catalog::Catalog::open(&path).unwrap());
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let mut statement = conn
+        .prepare(
+            "SELECT t.name, c.name, c.type, c.\"notnull\" OR c.pk > 0
+             FROM sqlite_schema AS t, pragma_table_info(t.name) AS c
+             WHERE t.type = 'table' AND t.name NOT GLOB 'sqlite_*' AND t.name NOT GLOB 'products_fts_*'",
+        )
+        .unwrap();
+    let rows = statement
+        .query_map([], |r| Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get(3)?))))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    rows
+}
+
+/// The same for a fresh server database, every server migration applied.
+async fn server_columns() -> std::collections::BTreeMap<(String, String), (String, bool)> {
+    let catalog = connect(&fresh_database("parity").await).await.unwrap();
+    catalog.migrate().await.unwrap();
+    let client = catalog.client().await.unwrap();
+    let rows = client
+        .query(
+            "SELECT table_name::text, column_name::text, data_type::text, is_nullable = 'NO'
+             FROM information_schema.columns WHERE table_schema = 'public' AND table_name <> 'schema_migrations'",
+            &[],
+        )
+        .await
+        .unwrap();
+    rows.iter().map(|r| ((r.get(0), r.get(1)), (r.get(2), r.get(3)))).collect()
+}
+
+/// Every SQLite table (but the listed SQLite-only ones) is on the server with the same columns,
+/// compatible types and the same NOT NULL rules: a SQLite migration without its server migration
+/// fails here.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_server_schema_matches_the_sqlite_schema() {
+    let sqlite = sqlite_columns();
+    let server = server_columns().await;
+    let sqlite_only = |table: &str| SQLITE_ONLY_TABLES.iter().any(|(t, _)| *t == table);
+    let mut problems = Vec::new();
+    for ((table, column), (sqlite_type, sqlite_not_null)) in &sqlite {
+        if sqlite_only(table) {
+            continue;
+        }
+        match server.get(&(table.clone(), column.clone())) {
+            None => problems.push(format!("{table}.{column} ({sqlite_type}) is not on the server")),
+            Some((server_type, server_not_null)) => {
+                if !compatible(sqlite_type, server_type) {
+                    problems.push(format!("{table}.{column}: {sqlite_type} in SQLite, {server_type} on the server"));
+                }
+                if sqlite_not_null != server_not_null {
+                    problems.push(format!(
+                        "{table}.{column}: NOT NULL {sqlite_not_null} in SQLite, {server_not_null} on the server"
+                    ));
+                }
+            }
+        }
+    }
+    for (table, column) in server.keys() {
+        let in_sqlite = sqlite.contains_key(&(table.clone(), column.clone()));
+        let listed = SERVER_ONLY_COLUMNS.iter().any(|(t, c, _)| t == table && c == column);
+        if !in_sqlite && !listed {
+            problems.push(format!("{table}.{column} is on the server only (list it in SERVER_ONLY_COLUMNS)"));
+        }
+    }
+    assert!(problems.is_empty(), "the server schema drifted from SQLite's:\n{}", problems.join("\n"));
+    // The comparison saw every table (a query that read nothing would pass anything).
+    let tables: std::collections::BTreeSet<&str> = sqlite.keys().map(|(t, _)| t.as_str()).collect();
+    for table in ["photos", "attempts", "products", "product_revisions", "import_items", "batches", "product_photos"] {
+        assert!(tables.contains(table), "{table} missing from {tables:?}");
+    }
+    for (table, _) in SQLITE_ONLY_TABLES {
+        assert!(tables.contains(table), "{table} is listed as SQLite-only but is not in SQLite");
+    }
+}
+
+/// The copy's table list ([`copy::TABLES`]) is the SQLite schema's, column for column, each with
+/// a kind both sides store it as: a migration that adds a column the copy does not carry fails.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_copy_carries_every_table_and_column() {
+    let sqlite = sqlite_columns();
+    let server = server_columns().await;
+    let sqlite_only = |table: &str| SQLITE_ONLY_TABLES.iter().any(|(t, _)| *t == table);
+    let schema: std::collections::BTreeSet<(String, String)> =
+        sqlite.keys().filter(|(t, _)| !sqlite_only(t)).cloned().collect();
+    let mut carried = std::collections::BTreeSet::new();
+    for table in copy::TABLES {
+        for &(column, kind) in table.columns {
+            let key = (table.name.to_string(), column.to_string());
+            let (sqlite_type, _) = sqlite.get(&key).unwrap_or_else(|| panic!("{key:?} is not in SQLite"));
+            let (server_type, _) = server.get(&key).unwrap_or_else(|| panic!("{key:?} is not on the server"));
+            let expected = match kind {
+                copy::Kind::Int => ("INTEGER", "bigint"),
+                copy::Kind::Real => ("REAL", "double precision"),
+                copy::Kind::Text => ("TEXT", "text"),
+                copy::Kind::Json => ("TEXT", "json"),
+                copy::Kind::Blob => ("BLOB", "bytea"),
+            };
+            assert_eq!((sqlite_type.as_str(), server_type.as_str()), expected, "{key:?} copied as {kind:?}");
+            carried.insert(key);
+        }
+        for key in table.key {
+            assert!(table.columns.iter().any(|(c, _)| c == key), "{}: key {key} is not a column", table.name);
+        }
+    }
+    let missing: Vec<_> = schema.difference(&carried).collect();
+    assert!(missing.is_empty(), "columns the copy does not carry: {missing:?}");
+}
+
+/// A non-UTF-8 file name's bytes (ISO-8859-1 "café.jpg").
+const LATIN1_NAME: &[u8] = b"caf\xe9.jpg";
+
+/// A SQLite catalog with a row in every table and the cases a copy could get wrong: a non-UTF-8
+/// path, a deleted product, a duplicate, revisions, attempts with usage and cost (and one failed),
+/// queue items in several states, a batch, a product's other photos, JSON whose key order matters.
+fn sample_catalog(path: &Path) {
+    drop(Catalog::open(path).unwrap());
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.pragma_update(None, "foreign_keys", true).unwrap();
+    let photo = "INSERT INTO photos (id, sha256, original_path, original_path_bytes, file_bytes, width, height, format,
+                 thumbnail_jpeg, first_seen_at, last_seen_at, phash) VALUES (?1, ?2, ?3, ?4, ?5, 640, 480, 'jpeg', ?6, 10, 20, ?7)";
+    for (id, name, bytes, phash) in [
+        (1, "caf\u{fffd}.jpg", Some(LATIN1_NAME), Some("0123456789abcdef")),
+        (2, "back.jpg", None, None),
+        (3, "tea.png", None, Some("fedcba9876543210")),
+    ] {
+        let thumbnail: Vec<u8> = (0..4096u32).map(|i| (i * 7 + id) as u8).collect();
+        conn.execute(
+            photo,
+            rusqlite::params![id, format!("{id}").repeat(64), name, bytes, 1000 + id, thumbnail, phash],
+        )
+        .unwrap();
+    }
+    conn.execute_batch(
+        r#"
+        INSERT INTO batches (id, display_name, name, state, model, requests, created_at, submitted_at, last_polled_at,
+                             error, updated_at)
+        VALUES (1, 'pe-batch-1', 'batches/abc123', 'running', 'gemini-2.5-flash', 2, 100, 110, 120, NULL, 120);
+        INSERT INTO attempts (id, photo_id, model, started_at, latency_ms, prompt_tokens, output_tokens, thoughts_tokens,
+                              total_tokens, outcome, proposal_json, error_code, error_message, raw_response,
+                              cached_tokens, model_version, cost_nanos, batch, batch_name, barcodes_json)
+        VALUES (1, 1, 'gemini-2.5-flash', 1000, 850, 1290, 210, 40, 1540, 'proposed',
+                '{"name":"Crème brûlée","brand":"Acme","attributes":[{"name":"size","value":"2 x 100 g"}]}',
+                NULL, NULL, '{"candidates":[]}', 12, 'gemini-2.5-flash-001', 987654, 0, NULL,
+                '[{"gtin":"4006381333931","format":"ean13"}]'),
+               (2, 2, 'gemini-2.5-flash', 2000, 30000, 1290, 0, NULL, 1290, 'failed', NULL, 'timeout',
+                'no answer within 30 s', NULL, NULL, NULL, NULL, 0, NULL, '[]'),
+               (3, 3, 'gemini-2.5-flash', 3000, 0, 1000, 100, 0, 1100, 'proposed', '{"name":"Green tea","brand":"Leaf"}',
+                NULL, NULL, '{}', 0, 'gemini-2.5-flash-001', 1234, 1, 'batches/abc123', NULL);
+        INSERT INTO attempt_photos (attempt_id, position, photo_id) VALUES (3, 1, 2);
+        INSERT INTO products (id, photo_id, attempt_id, duplicate_of, proposed_json, saved_json, revision, name, brand,
+                              category, price_amount, price_currency, gtin, flagged, created_at, updated_at, updated_by,
+                              deleted_at, deleted_by)
+        VALUES (1, 1, 1, NULL, '{"name":"Crème brûlée","brand":"Acme","attributes":[{"name":"size","value":"2 x 100 g"}]}',
+                '{"name":"Crème brûlée","brand":"Acme","description":"Vanilla custard","attributes":[{"name":"size","value":"2 x 100 g"}]}',
+                2, 'Crème brûlée', 'Acme', 'Desserts', 3.49, 'EUR', '4006381333931', 1, 1100, 1500, 'alice', NULL, NULL),
+               (2, 3, 3, NULL, '{"name":"Green tea","brand":"Leaf"}', '{"name":"Green tea","brand":"Leaf"}', 1,
+                'Green tea', 'Leaf', NULL, NULL, NULL, NULL, 0, 3100, 3200, 'bob', 3300, 'bob'),
+               (3, 1, NULL, 1, NULL, '{"name":"Crème brûlée (copy)","brand":"Acme"}', 1, 'Crème brûlée (copy)', 'Acme',
+                NULL, 0.1, 'USD', NULL, 0, 1600, 1600, 'alice', NULL, NULL);
+        INSERT INTO product_photos (product_id, position, photo_id) VALUES (1, 1, 2);
+        INSERT INTO product_revisions (product_id, revision, saved_json, proposed_json, attempt_id, source, saved_by, saved_at)
+        VALUES (1, 1, '{"name":"Creme brulee","brand":"Acme"}', '{"name":"Crème brûlée","brand":"Acme"}', 1, 'review', 'alice', 1100),
+               (1, 2, '{"name":"Crème brûlée","brand":"Acme","description":"Vanilla custard","attributes":[{"name":"size","value":"2 x 100 g"}]}',
+                NULL, 1, 'edit', 'alice', 1500),
+               (2, 1, '{"name":"Green tea","brand":"Leaf"}', '{"name":"Green tea","brand":"Leaf"}', 3, 'import', 'bob', 3100),
+               (3, 1, '{"name":"Crème brûlée (copy)","brand":"Acme"}', NULL, NULL, 'duplicate', 'alice', 1600);
+        INSERT INTO import_items (id, path, sha256, state, attempts, photo_id, attempt_id, proposal_json, flags_json,
+                                  flag_count, product_id, saved_revision, created_product, queued_at, updated_at, origin,
+                                  barcodes_json, group_json)
+        VALUES (2, '/shoot/caf.jpg', '1111111111111111111111111111111111111111111111111111111111111111', 'saved', 1, 1, 1,
+                '{"name":"Crème brûlée","brand":"Acme"}', '[{"field":"price","kind":"missing"}]', 1, 1, 2, 1, 900, 1500,
+                'interactive', '[]', '{"merged_by":["4006381333931"]}');
+        INSERT INTO import_items (id, path, state, attempts, error_code, error_message, queued_at, updated_at)
+        VALUES (3, '/shoot/broken.jpg', 'failed', 3, 'timeout', 'no answer within 30 s', 901, 2100);
+        INSERT INTO import_items (id, path, state, skip_reason, error_message, duplicate_of_item, queued_at, updated_at)
+        VALUES (4, '/shoot/caf-again.jpg', 'skipped', 'already_queued', 'the same photo as item 2', 2, 902, 902);
+        INSERT INTO import_items (id, path, sha256, state, photo_id, batch, batch_id, looks_like_photo_id,
+                                  looks_like_distance, queued_at, updated_at)
+        VALUES (5, '/shoot/tea.png', '3333333333333333333333333333333333333333333333333333333333333333', 'submitted', 3, 1, 1,
+                1, 9, 903, 110);
+        INSERT INTO import_items (id, path, sha256, state, photo_id, attempt_id, proposal_json, flags_json, queued_at,
+                                  updated_at)
+        VALUES (6, '/shoot/tea2.png', '3333333333333333333333333333333333333333333333333333333333333333', 'ready', 3, 3,
+                '{"name":"Green tea"}', '[]', 904, 3000);
+        "#,
+    )
+    .unwrap();
+    // Queued, its name not UTF-8 (the display text lossy, the exact bytes kept).
+    conn.execute(
+        "INSERT INTO import_items (id, path, path_bytes, state, queued_at, updated_at)
+         VALUES (1, '/shoot/caf\u{fffd}.jpg', ?1, 'queued', 899, 899)",
+        [[b"/shoot/".as_slice(), LATIN1_NAME].concat()],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO import_item_photos (item_id, position, path, path_bytes, sha256, photo_id)
+         VALUES (1, 1, '/shoot/caf\u{fffd}-back.jpg', ?1, NULL, NULL), (2, 1, '/shoot/back.jpg', NULL, ?2, 2)",
+        rusqlite::params![b"/shoot/caf\xe9-back.jpg".as_slice(), "2".repeat(64)],
+    )
+    .unwrap();
+}
+
+/// Every row of every copied table, in key order, as SQLite holds it.
+fn all_rows(path: &Path) -> Vec<(&'static str, Vec<Vec<rusqlite::types::Value>>)> {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    copy::TABLES
+        .iter()
+        .map(|table| {
+            let columns: Vec<&str> = table.columns.iter().map(|(c, _)| *c).collect();
+            let sql = format!("SELECT {} FROM {} ORDER BY {}", columns.join(", "), table.name, table.key.join(", "));
+            let mut statement = conn.prepare(&sql).unwrap();
+            let rows = statement
+                .query_map([], |row| (0..columns.len()).map(|i| row.get(i)).collect::<Result<Vec<_>, _>>())
+                .unwrap()
+                .collect::<Result<Vec<_>, _>>()
+                .unwrap();
+            (table.name, rows)
+        })
+        .collect()
+}
+
+fn counts(report: &copy::CopyReport) -> Vec<(&'static str, u64)> {
+    report.tables.iter().map(|t| (t.table, t.rows)).collect()
+}
+
+const SAMPLE_COUNTS: &[(&str, u64)] = &[
+    ("photos", 3),
+    ("batches", 1),
+    ("attempts", 3),
+    ("attempt_photos", 1),
+    ("products", 3),
+    ("product_photos", 1),
+    ("product_revisions", 4),
+    ("import_items", 6),
+    ("import_item_photos", 2),
+];
+
+/// SQLite → server → a new SQLite file: every row of every table comes back equal (ids, bytes,
+/// JSON text, costs), the server's counts are the source's, its sequences go on after the copied
+/// ids, search works in the copy, and a destination that already holds a catalog is refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_catalog_copied_to_the_server_and_back_is_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("original.sqlite3");
+    sample_catalog(&original);
+    let server_url = fresh_database("copy").await;
+    let server = CatalogUrl::parse(&server_url).unwrap();
+
+    let up = copy::copy_catalog(&CatalogUrl::Sqlite(original.clone()), &server, &no_env).await.unwrap();
+    assert_eq!(counts(&up), SAMPLE_COUNTS);
+    assert_eq!(up.to, server.to_string());
+    assert!(up.to.contains("••••") && !up.to.contains(&password_of(&server_url)), "{}", up.to);
+
+    // On the server: the counts, a row's exact values, and the sequences past the copied ids.
+    let catalog = connect(&server_url).await.unwrap();
+    let client = catalog.client().await.unwrap();
+    for &(table, rows) in SAMPLE_COUNTS {
+        let found: i64 = client.query_one(&format!("SELECT count(*) FROM {table}"), &[]).await.unwrap().get(0);
+        assert_eq!(found as u64, rows, "{table}");
+    }
+    let row = client
+        .query_one("SELECT original_path_bytes, saved_json::text FROM photos, products WHERE photos.id = 1 AND products.id = 1", &[])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, Vec<u8>>(0), LATIN1_NAME);
+    assert!(row.get::<_, String>(1).starts_with(r#"{"name":"Crème brûlée","brand":"Acme","description""#));
+    let next: i64 = client
+        .query_one(
+            "INSERT INTO batches (display_name, state, model, requests, created_at, updated_at)
+             VALUES ('pe-batch-next', 'submitting', 'm', 1, 0, 0) RETURNING id",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(next, 2, "the identity sequence goes on after the copied ids");
+    client.execute("DELETE FROM batches WHERE id = 2", &[]).await.unwrap();
+
+    // A second copy into the server is refused, and changes nothing.
+    let err = copy::copy_catalog(&CatalogUrl::Sqlite(original.clone()), &server, &no_env).await.unwrap_err();
+    assert!(matches!(err, copy::CopyError::DestinationNotEmpty { .. }), "{err:?}");
+    assert_eq!(err.code(), ErrorCode::Conflict);
+    let message = err.to_string();
+    assert!(
+        message.contains("already holds") && message.contains("3 products") && message.contains("empty database"),
+        "{message}"
+    );
+    let products: i64 = client.query_one("SELECT count(*) FROM products", &[]).await.unwrap().get(0);
+    assert_eq!(products, 3);
+
+    // Back to a new SQLite file: every table's rows equal the original's.
+    let back = dir.path().join("back").join("catalog.sqlite3");
+    let down = copy::copy_catalog(&server, &CatalogUrl::Sqlite(back.clone()), &no_env).await.unwrap();
+    assert_eq!(counts(&down), SAMPLE_COUNTS);
+    let (expected, found) = (all_rows(&original), all_rows(&back));
+    for ((table, want), (_, got)) in expected.iter().zip(&found) {
+        assert_eq!(got, want, "{table} after the round trip");
+    }
+
+    // Search works in the copy: accents folded, the deleted product left out.
+    let copied = Catalog::open(&back).unwrap();
+    let hits = copied.search_products("creme vanilla", 0, 10).await.unwrap();
+    assert_eq!(hits.iter().map(|p| p.id).collect::<Vec<_>>(), [1]);
+    let copies = copied.search_products("brulee", 0, 10).await.unwrap();
+    assert_eq!(copies.len(), 2, "the product and its duplicate");
+    assert!(copied.search_products("green", 0, 10).await.unwrap().is_empty(), "a deleted product is not found");
+    drop(copied);
+
+    // Into a SQLite file that holds a catalog: refused, the file unchanged.
+    let err = copy::copy_catalog(&server, &CatalogUrl::Sqlite(original.clone()), &no_env).await.unwrap_err();
+    assert!(matches!(err, copy::CopyError::DestinationNotEmpty { .. }), "{err:?}");
+    assert_eq!(all_rows(&original), expected);
+
+    // A source that does not exist is not created.
+    let missing = dir.path().join("no-such.sqlite3");
+    let err = copy::copy_catalog(&CatalogUrl::Sqlite(missing.clone()), &server, &no_env).await.unwrap_err();
+    assert!(matches!(err, copy::CopyError::SourceMissing { .. }), "{err:?}");
+    assert!(!missing.exists());
+}
+
+/// A copy larger than a chunk (photos with thumbnails, more than `CHUNK_ROWS` of them) is copied
+/// whole, chunk after chunk, and a failure half-way leaves the destination empty.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_copy_of_many_chunks_is_whole_and_a_failed_one_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("many.sqlite3");
+    drop(Catalog::open(&original).unwrap());
+    let rows = copy::CHUNK_ROWS * 2 + 7;
+    {
+        let mut conn = rusqlite::Connection::open(&original).unwrap();
+        let tx = conn.transaction().unwrap();
+        for id in 1..=rows {
+            tx.execute(
+                "INSERT INTO photos (id, sha256, original_path, file_bytes, width, height, format, thumbnail_jpeg,
+                 first_seen_at, last_seen_at) VALUES (?1, ?2, ?3, 1, 1, 1, 'jpeg', ?4, 0, 0)",
+                rusqlite::params![id as i64, format!("{id:064x}"), format!("/p/{id}.jpg"), vec![id as u8; 2048]],
+            )
+            .unwrap();
+        }
+        tx.commit().unwrap();
+    }
+    let server = CatalogUrl::parse(&fresh_database("copy_many").await).unwrap();
+    let report = copy::copy_catalog(&CatalogUrl::Sqlite(original.clone()), &server, &no_env).await.unwrap();
+    assert_eq!(report.tables[0], copy::TableCount { table: "photos", rows: rows as u64 });
+    let back = dir.path().join("back.sqlite3");
+    copy::copy_catalog(&server, &CatalogUrl::Sqlite(back.clone()), &no_env).await.unwrap();
+    assert_eq!(all_rows(&back), all_rows(&original));
+
+    // A row the server refuses (a product whose name is blank: SQLite's CHECK is bypassed here by
+    // dropping the rule in a scratch copy) fails the copy after the photos were written: the
+    // destination keeps none of them.
+    let bad = dir.path().join("bad.sqlite3");
+    std::fs::copy(&original, &bad).unwrap();
+    {
+        let conn = rusqlite::Connection::open(&bad).unwrap();
+        conn.execute_batch(
+            "PRAGMA ignore_check_constraints = ON;
+             INSERT INTO products (id, photo_id, saved_json, revision, name, created_at, updated_at)
+             VALUES (1, 1, '{}', 1, ' ', 0, 0);",
+        )
+        .unwrap();
+    }
+    let empty = CatalogUrl::parse(&fresh_database("copy_bad").await).unwrap();
+    let err = copy::copy_catalog(&CatalogUrl::Sqlite(bad), &empty, &no_env).await.unwrap_err();
+    assert!(matches!(err, copy::CopyError::Server(ServerError::Server { .. })), "{err:?}");
+    let CatalogUrl::Server(url) = &empty else { unreachable!() };
+    let client = ServerCatalog::connect_with(url, &no_env, None).await.unwrap().client().await.unwrap();
+    let photos: i64 = client.query_one("SELECT count(*) FROM photos", &[]).await.unwrap().get(0);
+    assert_eq!(photos, 0, "the failed copy was rolled back whole");
+}
+
+fn password_of(url: &str) -> String {
+    let password = ServerUrl::parse(url).unwrap().config().get_password().map(<[u8]>::to_vec);
+    String::from_utf8(password.expect("the test URL has a password")).unwrap()
 }

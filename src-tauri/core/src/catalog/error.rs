@@ -59,8 +59,8 @@ pub enum CatalogError {
     /// `product-extractor catalog check` does). `url` has its password masked.
     #[error(
         "the team catalog on a PostgreSQL server ({url}) is not yet supported for {operation}: only \
-         `product-extractor catalog check` works with it today; to use the local catalog, remove \
-         --catalog, PRODUCT_EXTRACTOR_CATALOG_URL or [catalog] url"
+         `product-extractor catalog check` (and `catalog copy --from … --to …`) works with it today; to \
+         use the local catalog, remove --catalog, PRODUCT_EXTRACTOR_CATALOG_URL or [catalog] url"
     )]
     ServerNotSupported { operation: String, url: String },
     /// A job panicked on the catalog thread. Its transaction was rolled back and the catalog keeps

@@ -65,6 +65,7 @@
 
 mod backup;
 mod columns;
+pub mod copy;
 mod db_thread;
 mod error;
 pub mod export;

@@ -29,8 +29,14 @@ use super::CatalogError;
 use crate::error::{Coded, ErrorCode};
 
 /// The server's migrations, in order (versions from 1, no gaps). Append-only, like SQLite's.
-pub const SERVER_MIGRATIONS: &[Migration] =
-    &[Migration { version: 1, name: "pg/0001_catalog", sql: include_str!("migrations/pg/0001_catalog.sql") }];
+pub const SERVER_MIGRATIONS: &[Migration] = &[
+    Migration { version: 1, name: "pg/0001_catalog", sql: include_str!("migrations/pg/0001_catalog.sql") },
+    Migration {
+        version: 2,
+        name: "pg/0002_barcodes_indexes_product_photos",
+        sql: include_str!("migrations/pg/0002_barcodes_indexes_product_photos.sql"),
+    },
+];
 
 /// The server schema version this build writes.
 pub const SERVER_SCHEMA_VERSION: u32 = SERVER_MIGRATIONS[SERVER_MIGRATIONS.len() - 1].version;
@@ -450,7 +456,7 @@ impl ServerCatalog {
         self.pool.get().await.map_err(|e| ServerError::from_pool(e, &self.url.to_string(), &self.user))
     }
 
-    fn driver_error(&self, e: &tokio_postgres::Error) -> ServerError {
+    pub(crate) fn driver_error(&self, e: &tokio_postgres::Error) -> ServerError {
         ServerError::from_driver(e, &self.url.to_string(), &self.user)
     }
 
