@@ -184,6 +184,11 @@ const ADVICE: Record<ErrorCode, ErrorAdvice> = {
     hint: "Today's Gemini budget would be passed. Raise it in Settings, or try again tomorrow.",
     action: "open_settings",
   },
+  regrouped: {
+    title: "Photos changed",
+    hint: "A photo was moved into or out of this product in review; extract it again for a proposal from its photos (one Gemini call).",
+    action: "retry",
+  },
   batch_ended: {
     title: "Batch ended",
     hint: "Gemini's batch failed, expired or was cancelled; the photo is queued again and goes in the next batch.",

@@ -42,6 +42,7 @@ const row = (id: number, patch: Partial<ImportRow> = {}): ImportRow => ({
   photo_id: null,
   product_id: null,
   updated_at: 1000,
+  photo_count: 1,
   ...patch,
 });
 
@@ -52,6 +53,8 @@ const detail = (r: ImportRow, attemptId: number, name = `Product ${r.id}`): Impo
   flags: [{ field: "gtin", kind: "invalid", message: "check digit" }],
   attempt: { id: attemptId, model: "gemini-test", latency_ms: 120, usage: null, raw_response: "{}", cost_usd: null, batch: false },
   barcodes: [],
+  photos: [],
+  group: null,
 });
 
 const progress = (status: ImportStatus): ImportProgress => ({

@@ -37,6 +37,7 @@ function row(overrides: Partial<ImportRow> = {}): ImportRow {
     photo_id: null,
     product_id: null,
     updated_at: 0,
+    photo_count: 1,
     ...overrides,
   };
 }
