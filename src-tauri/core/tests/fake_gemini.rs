@@ -64,9 +64,10 @@ fn sample_photos_are_distinct_and_do_not_look_alike() {
 #[test]
 fn every_fixture_photo_the_client_sends_is_a_known_demo_photo() {
     let mut recognized = BTreeSet::new();
-    for entry in std::fs::read_dir(fixtures()).unwrap() {
+    let shoot = std::fs::read_dir(fixtures().join("demo-shoot")).unwrap();
+    for entry in std::fs::read_dir(fixtures()).unwrap().chain(shoot) {
         let path = entry.unwrap().path();
-        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        let file = path.strip_prefix(fixtures()).unwrap().to_string_lossy().into_owned();
         let Ok(prepared) = pe_core::intake::prepare_file(&path, &ImageConfig::default()) else { continue };
         let hash = demo_photos::sha256_hex(&prepared.jpeg);
         let photo = demo_photos::recognize(&prepared.jpeg).unwrap_or_else(|| {

@@ -351,3 +351,29 @@ async fn review_splits_and_merges_products_and_nothing_is_sent_until_asked() {
     let refused = s.queue.move_photo(kit, 0, None).await.unwrap_err();
     assert_eq!(pe_core::Coded::code(&refused), ErrorCode::Conflict, "{refused}");
 }
+
+/// The demo's two-photo product (`tests/fixtures/demo-shoot`): the front and the back of one box
+/// are one product, sent together; the barcode read on the back agrees with Gemini's GTIN, and the
+/// answer combines both sides.
+#[tokio::test]
+async fn the_demo_shoot_is_one_product_of_two_photos() {
+    let s = setup().await;
+    let shoot = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/demo-shoot");
+    s.import(vec![shoot], stem(6)).await;
+    let products = s.products().await;
+    assert_eq!(products.len(), 1);
+    let oat = &products[0];
+    assert_eq!(file_names(oat), ["oat-bars_front.jpg", "oat-bars_back.jpg"]);
+    assert_eq!(oat.row.state, ItemState::Ready, "{:?}", oat.row.last_error);
+    let barcodes = oat.barcodes.as_ref().unwrap();
+    assert_eq!(barcodes.iter().map(|b| (b.gtin.as_str(), b.photo)).collect::<Vec<_>>(), [("4006381333931", 1)]);
+    let p = oat.proposal.as_ref().unwrap();
+    assert_eq!((p.name.as_str(), p.brand.as_deref(), p.gtin.as_deref()), ("Crunchy Oat Bars", Some("ACME"), Some("4006381333931")));
+    assert_eq!(p.net_content.as_ref().map(|n| n.value), Some(210.0), "from the back");
+    let attributes: Vec<&str> = p.attributes.iter().map(|a| a.name.as_str()).collect();
+    assert!(attributes.contains(&"Flavor") && attributes.contains(&"Ingredients"), "{attributes:?}");
+    assert!(oat.flags.iter().all(|f| f.kind != FlagKind::Barcode), "Gemini and the barcode agree: {:?}", oat.flags);
+    let record = s.queue.save_item(oat.row.id, p.clone()).await.unwrap();
+    assert_eq!(record.gtin_source, Some(pe_core::barcode::GtinSource::Photo));
+    assert_eq!(s.generate_bodies().len(), 1);
+}

@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 /// A demo photo: its file, the fingerprint of its prepared upload, and what it shows.
 #[derive(Debug, Clone, Copy)]
 pub struct DemoPhoto {
-    /// The file's name in `tests/fixtures/`.
+    /// The file's path under `tests/fixtures/`.
     pub file: &'static str,
     /// Lowercase hex SHA-256 of the JPEG the client sends for it (default image settings).
     pub prepared_sha256: &'static str,
@@ -44,6 +44,18 @@ pub const DEMO_PHOTOS: &[DemoPhoto] = &[
         file: "label.png",
         prepared_sha256: "5d48bc3906d3a69cd00962f3c72f6d1e6f4537bd7aa60908d8053e536bf08ebd",
         product: oat_bars_label,
+    },
+    // The demo's product of two photos (`demo-shoot/`, one product by the stem rule): each side
+    // shows part of it, the request with both shows it all (see `products::product_for_images`).
+    DemoPhoto {
+        file: "demo-shoot/oat-bars_front.jpg",
+        prepared_sha256: "415569175c13dafda3f3273b345f4212ed64cddffdbfc1339833552394b813ff",
+        product: oat_bars_front,
+    },
+    DemoPhoto {
+        file: "demo-shoot/oat-bars_back.jpg",
+        prepared_sha256: "a938e2e37b1a3ae6783c136897c8b3cc3437b6552de3467883c6f07ee84da533",
+        product: oat_bars_back,
     },
 ];
 
@@ -83,6 +95,36 @@ fn oat_bars_label() -> Value {
         "color": null, "size": null, "material": null,
         "net_content": {"value": 210.0, "unit": "g"},
         "attributes": [{"name": "Flavor", "value": "Honey & Almond"}, {"name": "Pack", "value": "6 × 35 g"}],
+        "uncertain_fields": []
+    })
+}
+
+/// `demo-shoot/oat-bars_front.jpg`: the front of the box ("ACME", "Crunchy Oat Bars", "Honey &
+/// Almond · 6 × 35 g"). No barcode, no weight, no ingredients on this side.
+fn oat_bars_front() -> Value {
+    json!({
+        "name": "Crunchy Oat Bars", "brand": "ACME", "category": "Cereal bars",
+        "description": "A box of six 35 g crunchy oat bars with honey and almond.",
+        "price": null, "gtin": null,
+        "color": null, "size": null, "material": null,
+        "net_content": null,
+        "attributes": [{"name": "Flavor", "value": "Honey & Almond"}, {"name": "Pack", "value": "6 × 35 g"}],
+        "uncertain_fields": []
+    })
+}
+
+/// `demo-shoot/oat-bars_back.jpg`: the back of the same box: the name in a banner, the
+/// ingredients, "6 × 35 g NET WT 210 g (7.4 oz)" and an EAN-13 barcode 4 006381 333931 (a real
+/// one: the app reads it on the machine). No brand logo, no flavor line.
+fn oat_bars_back() -> Value {
+    json!({
+        "name": "Crunchy Oat Bars", "brand": "ACME", "category": "Cereal bars",
+        "description": "Oat bars with whole grain oats, honey and almonds.",
+        "price": null, "gtin": "4006381333931",
+        "color": null, "size": null, "material": null,
+        "net_content": {"value": 210.0, "unit": "g"},
+        "attributes": [{"name": "Ingredients", "value": "whole grain oats (48%), honey (12%), almonds (9%), sunflower oil, brown sugar, salt"},
+                       {"name": "Net weight (US)", "value": "7.4 oz"}],
         "uncertain_fields": []
     })
 }

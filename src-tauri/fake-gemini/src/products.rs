@@ -91,11 +91,37 @@ pub fn product_for_image(image: &[u8]) -> Value {
 }
 
 /// The product the fake "sees" in a request's photos (one product from several sides): what the
-/// first demo photo among them shows, else an invented product from the first photo.
+/// demo photos among them show together — each field from the first photo that shows it, the
+/// attributes of all of them — else an invented product from the first photo.
 pub fn product_for_images(images: &[Vec<u8>]) -> Value {
-    match images.iter().find_map(|image| crate::demo_photos::recognize(image)) {
-        Some(photo) => photo.product(),
-        None => invented_product(images.first().map(Vec::as_slice).unwrap_or(&[])),
+    let mut seen = images.iter().filter_map(|image| crate::demo_photos::recognize(image)).map(|p| p.product());
+    let Some(mut product) = seen.next() else {
+        return invented_product(images.first().map(Vec::as_slice).unwrap_or(&[]));
+    };
+    for other in seen {
+        combine(&mut product, other);
+    }
+    product
+}
+
+/// Fills `into`'s missing fields from `other` and adds the attributes it lacks.
+fn combine(into: &mut Value, other: Value) {
+    let (Value::Object(into), Value::Object(other)) = (into, other) else { return };
+    for (key, value) in other {
+        match (into.get_mut(&key), value) {
+            (Some(Value::Array(mine)), Value::Array(theirs)) if key == "attributes" => {
+                for attribute in theirs {
+                    if !mine.iter().any(|a| a["name"] == attribute["name"]) {
+                        mine.push(attribute);
+                    }
+                }
+            }
+            (Some(slot @ Value::Null), value) => *slot = value,
+            (None, value) => {
+                into.insert(key, value);
+            }
+            _ => {}
+        }
     }
 }
 

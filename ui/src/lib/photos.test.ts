@@ -1,0 +1,29 @@
+import { describe, expect, it } from "vitest";
+import { barcodeBoxes, boxesOn, boxRect } from "./photos";
+
+describe("boxRect", () => {
+  it("maps Gemini's normalized [y_min, x_min, y_max, x_max] to the photo's pixels", () => {
+    expect(boxRect([100, 200, 500, 800], 2000, 1000)).toEqual({ x: 400, y: 100, width: 1200, height: 400 });
+    expect(boxRect([0, 0, 1000, 1000], 640, 480)).toEqual({ x: 0, y: 0, width: 640, height: 480 });
+  });
+
+  it("drops what is not a box", () => {
+    for (const bad of [[1, 2, 3], [100, 100, 100, 200], [500, 100, 400, 200], [0, 0, 1001, 10], [-1, 0, 10, 10], [0, 0, Number.NaN, 10]]) {
+      expect(boxRect(bad, 100, 100), JSON.stringify(bad)).toBeNull();
+    }
+    expect(boxRect([0, 0, 10, 10], 0, 100)).toBeNull();
+  });
+});
+
+describe("barcode boxes", () => {
+  it("are drawn on the photo they were read on", () => {
+    const boxes = barcodeBoxes([
+      { gtin: "4006381333931", format: "ean13", bounds: { x_min: 0, y_min: 0, x_max: 1, y_max: 1 }, box_2d: [600, 300, 700, 700], photo: 1 },
+      { gtin: "0036000291452", format: "upc_a", bounds: { x_min: 0, y_min: 0, x_max: 1, y_max: 1 }, box_2d: [700, 700, 600, 800], photo: 1 },
+    ]);
+    expect(boxes[0].label).toContain("4006381333931");
+    expect(boxesOn(boxes, 0)).toEqual([]);
+    expect(boxesOn(boxes, 1).map((b) => b.box_2d)).toEqual([[600, 300, 700, 700]]);
+    expect(barcodeBoxes(null)).toEqual([]);
+  });
+});
