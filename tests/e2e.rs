@@ -21,6 +21,7 @@ const CATALOG_PORTS: (u16, u16) = (4448, 4449);
 const IMPORT_PORTS: (u16, u16) = (4450, 4451);
 /// The restart test starts the app twice: a pair for each run.
 const PENDING_PORTS: [(u16, u16); 2] = [(4452, 4453), (4454, 4455)];
+const SHOOT_PORTS: (u16, u16) = (4460, 4461);
 
 /// tauri-driver, stopped with SIGTERM so it also stops WebKitWebDriver.
 struct Driver(Child, u16);
@@ -600,6 +601,83 @@ async fn import_a_dropped_folder_and_review_with_the_keyboard() {
 
     let rows = products_on_disk(data_dir.path());
     assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
+}
+
+/// The demo's product of two photos in the real window: the shoot folder dropped in demo mode is
+/// one product (front and back), its review shows both photos with the barcode's box drawn on the
+/// back (a screenshot), and the keyboard moves the back to a product of its own, which waits for
+/// "Extract again" (nothing is sent by the move), then extracts it when asked.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a display, tauri-driver and WebKitWebDriver: make test-e2e"]
+async fn a_product_of_two_photos_is_reviewed_with_its_barcode_box_and_split_with_the_keyboard() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let shoot = data_dir.path().join("demo-shoot");
+    std::fs::create_dir_all(&shoot).unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/demo-shoot");
+    for name in ["oat-bars_front.jpg", "oat-bars_back.jpg"] {
+        std::fs::copy(fixtures.join(name), shoot.join(name)).unwrap();
+    }
+    let driver = start_driver(data_dir.path(), SHOOT_PORTS, &[]);
+    let c = connect(&driver).await;
+    let long = Duration::from_secs(120);
+    wait_for(&c, "#demo-button", long).await.click().await.unwrap();
+    wait_for(&c, r#"#breaker-badge[data-state="closed"]"#, long).await;
+    drop_files(&c, &[&shoot]).await;
+    wait_for(&c, r#"#import-status[data-status="finished"]"#, long).await;
+
+    wait_for(&c, "#import-review", long).await.click().await.unwrap();
+    let panel = wait_for(&c, "#import-review-panel", long).await;
+    wait_text(&c, "#import-review-position", "1 of 1", long).await;
+    wait_text(&c, "#import-review-photo-count", "2 photos", long).await;
+    let name = wait_for(&c, "#field-name", long).await.prop("value").await.unwrap();
+    assert_eq!(name.as_deref(), Some("Crunchy Oat Bars"));
+    // The back (photo 2) carries the barcode read on this computer, drawn where it is.
+    panel.send_keys("2").await.unwrap();
+    let rect = wait_for(&c, "#import-review-panel rect.box.barcode", long).await;
+    let label = rect.attr("data-label").await.unwrap().unwrap_or_default();
+    assert!(label.contains("4006381333931"), "{label}");
+    let geometry = c
+        .execute(
+            "const r = document.querySelector('#import-review-panel rect.box.barcode').getBoundingClientRect(); \
+             return [r.width, r.height];",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let (w, h) = (geometry[0].as_f64().unwrap(), geometry[1].as_f64().unwrap());
+    assert!(w > 20.0 && h > 10.0, "the box is drawn at a visible size: {geometry}");
+    screenshot(&c, "shoot-1-barcode-box").await;
+
+    // `n`: the shown photo (the back) becomes a product of its own; nothing is sent.
+    panel.send_keys("n").await.unwrap();
+    wait_text(&c, "#import-review-position", "1 of 2", long).await;
+    wait_for(&c, "#import-review-regrouped", long).await;
+    let count = c.execute("return document.getElementById('import-review-photo-count')", vec![]).await.unwrap();
+    assert_eq!(count, json!(null), "the front is alone now");
+    screenshot(&c, "shoot-2-split").await;
+    // Asked: the front is extracted again, alone.
+    wait_for(&c, "#import-review-panel", long).await.send_keys("x").await.unwrap();
+    wait_for(&c, "#field-name", long).await;
+    let deadline = Instant::now() + long;
+    loop {
+        let gone = c.execute("return document.getElementById('import-review-regrouped') === null", vec![]).await;
+        if gone.unwrap() == json!(true) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the product was not extracted again");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    c.close().await.unwrap();
+
+    let status = Command::new(env!("CARGO_BIN_EXE_product-extractor"))
+        .args(["import", "status", "--json"])
+        .env("PRODUCT_EXTRACTOR_DATA_DIR", data_dir.path())
+        .env_remove("DISPLAY")
+        .output()
+        .unwrap();
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["counts"]["ready"], 1, "the front, extracted again: {status}");
+    assert_eq!(status["counts"]["failed"], 1, "the back waits for Extract again: {status}");
 }
 
 /// The saved products, read from `data_dir` through the headless CLI (`products list --json`).

@@ -368,7 +368,10 @@ async fn the_demo_shoot_is_one_product_of_two_photos() {
     let barcodes = oat.barcodes.as_ref().unwrap();
     assert_eq!(barcodes.iter().map(|b| (b.gtin.as_str(), b.photo)).collect::<Vec<_>>(), [("4006381333931", 1)]);
     let p = oat.proposal.as_ref().unwrap();
-    assert_eq!((p.name.as_str(), p.brand.as_deref(), p.gtin.as_deref()), ("Crunchy Oat Bars", Some("ACME"), Some("4006381333931")));
+    assert_eq!(
+        (p.name.as_str(), p.brand.as_deref(), p.gtin.as_deref()),
+        ("Crunchy Oat Bars", Some("ACME"), Some("4006381333931"))
+    );
     assert_eq!(p.net_content.as_ref().map(|n| n.value), Some(210.0), "from the back");
     let attributes: Vec<&str> = p.attributes.iter().map(|a| a.name.as_str()).collect();
     assert!(attributes.contains(&"Flavor") && attributes.contains(&"Ingredients"), "{attributes:?}");
