@@ -647,6 +647,22 @@ async fn a_product_of_two_photos_is_reviewed_with_its_barcode_box_and_split_with
     let (w, h) = (geometry[0].as_f64().unwrap(), geometry[1].as_f64().unwrap());
     assert!(w > 20.0 && h > 10.0, "the box is drawn at a visible size: {geometry}");
     screenshot(&c, "shoot-1-barcode-box").await;
+    // Focusing a field shows where Gemini read it: the net content, on the back.
+    panel.send_keys("1").await.unwrap();
+    wait_text(&c, "#import-review-panel .photo-name", "Photo 1 of 2", long).await;
+    wait_for(&c, "#field-net-value", long).await.click().await.unwrap();
+    wait_text(&c, "#import-review-panel .photo-name", "Photo 2 of 2", long).await;
+    let field = wait_for(&c, "#import-review-panel rect.box.field", long).await;
+    assert_eq!(field.attr("data-label").await.unwrap().as_deref(), Some("Net content: read here"));
+    screenshot(&c, "shoot-2-field-box").await;
+    // The brand, on the front.
+    wait_for(&c, "#field-brand", long).await.click().await.unwrap();
+    wait_text(&c, "#import-review-panel .photo-name", "Photo 1 of 2", long).await;
+    let field = wait_for(&c, "#import-review-panel rect.box.field", long).await;
+    assert_eq!(field.attr("data-label").await.unwrap().as_deref(), Some("Brand: read here"));
+    let panel = wait_for(&c, "#import-review-panel", long).await;
+    panel.send_keys("2").await.unwrap();
+    wait_text(&c, "#import-review-panel .photo-name", "Photo 2 of 2", long).await;
 
     // `n`: the shown photo (the back) becomes a product of its own; nothing is sent.
     panel.send_keys("n").await.unwrap();
@@ -654,7 +670,7 @@ async fn a_product_of_two_photos_is_reviewed_with_its_barcode_box_and_split_with
     wait_for(&c, "#import-review-regrouped", long).await;
     let count = c.execute("return document.getElementById('import-review-photo-count')", vec![]).await.unwrap();
     assert_eq!(count, json!(null), "the front is alone now");
-    screenshot(&c, "shoot-2-split").await;
+    screenshot(&c, "shoot-3-split").await;
     // Asked: the front is extracted again, alone.
     wait_for(&c, "#import-review-panel", long).await.send_keys("x").await.unwrap();
     wait_for(&c, "#field-name", long).await;

@@ -32,7 +32,7 @@ use crate::error::{Coded, ErrorCode, ErrorData};
 use crate::gemini::{self, GeminiClient, GeminiError, GeminiExtraction, Usage};
 use crate::intake::{self, DecodeBudget, IntakeError, PreparedImage};
 use crate::pricing::{self, BilledTokens, PricingConfig, Usd};
-use crate::product::{FieldFlag, FlagKind, Product};
+use crate::product::{field_sources, FieldFlag, FieldSource, FlagKind, Product};
 use crate::resilience::{NotPermitted, ResilienceStack, SlotPolicy, StackError, Verdict};
 use crate::stored_path::StoredPath;
 
@@ -491,6 +491,9 @@ impl GeminiCall {
             Ok(mut answer) => {
                 let (product, flags) = proposal(std::mem::take(&mut answer.product), &barcodes);
                 answer.product = product;
+                let photos = 1 + more_photos.len();
+                let read = answer.sources.as_ref().map(|s| field_sources(s, photos)).unwrap_or_default();
+                let sources = located(read, &answer.product, &barcodes);
                 let latency_ms = u64::try_from(answer.latency.as_millis()).unwrap_or(elapsed_ms);
                 let attempt = NewAttempt {
                     photo_id,
@@ -505,6 +508,7 @@ impl GeminiCall {
                     batch,
                     barcodes: Some(barcodes),
                     more_photos,
+                    sources,
                 };
                 GeminiOutcome::Answered { attempt, answer: Box::new(answer), flags }
             }
@@ -532,6 +536,7 @@ impl GeminiCall {
                     batch,
                     barcodes: Some(barcodes),
                     more_photos,
+                    sources: Vec::new(),
                 });
                 GeminiOutcome::Failed { attempt, error }
             }
@@ -555,6 +560,21 @@ pub fn proposal(mut product: Product, barcodes: &[Barcode]) -> (Product, Vec<Fie
     let mut flags = product.validate();
     flags.extend(read);
     (product, flags)
+}
+
+/// Where each field of the proposal was read: Gemini's `sources`, except the GTIN when a barcode
+/// read on the machine gave it (the proposal's GTIN is a barcode's): then the barcode's own box,
+/// on the photo it was read on.
+pub fn located(mut sources: Vec<FieldSource>, product: &Product, barcodes: &[Barcode]) -> Vec<FieldSource> {
+    let read = product
+        .gtin
+        .as_deref()
+        .and_then(|gtin| barcodes.iter().find(|b| crate::product::gtin_key(&b.gtin) == crate::product::gtin_key(gtin)));
+    if let Some(barcode) = read {
+        sources.retain(|s| s.field != "gtin");
+        sources.push(FieldSource { field: "gtin".into(), photo: barcode.photo, box_2d: barcode.box_2d });
+    }
+    sources
 }
 
 /// Every billed attempt, success or failure, is priced from its recorded usage: the one place

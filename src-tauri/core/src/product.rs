@@ -480,8 +480,79 @@ pub fn response_json_schema() -> serde_json::Value {
         obj.shift_remove("title");
         // Only the name is required from the model; `#[serde(default)]` makes schemars list none.
         obj.insert("required".into(), serde_json::json!(["name"]));
+        // Last, so Gemini writes the product first (it writes in the schema's order).
+        if let Some(serde_json::Value::Object(properties)) = obj.get_mut("properties") {
+            properties.insert(SOURCES_KEY.into(), sources_schema());
+        }
     }
     value
+}
+
+/// The answer's key for where each field was read ([`FieldSource`]); not a product field.
+pub const SOURCES_KEY: &str = "sources";
+
+/// Where Gemini read a field: which of the product's photos (0-based, in the order sent) and where
+/// on it, as Gemini's documented `box_2d` (`[y_min, x_min, y_max, x_max]`, normalized to 0–1000).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct FieldSource {
+    /// A product field's name (`name`, `gtin`, `net_content`, …).
+    pub field: String,
+    pub photo: u32,
+    pub box_2d: [u16; 4],
+}
+
+fn sources_schema() -> serde_json::Value {
+    let fields: Vec<&str> = uncertain_field_names().collect();
+    serde_json::json!({
+        "type": "array",
+        "description": "For each field you filled: the photo you read it from (0 for the first photo sent, 1 for the second, ...) and box_2d, where it is printed on that photo: [y_min, x_min, y_max, x_max], each from 0 to 1000 relative to the photo's height and width.",
+        "items": {
+            "type": "object",
+            "properties": {
+                "field": {"type": "string", "enum": fields},
+                "photo": {"type": "integer", "minimum": 0},
+                "box_2d": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 1000}}
+            },
+            "required": ["field", "photo", "box_2d"]
+        }
+    })
+}
+
+/// The usable entries of an answer's `sources` (the array) for a request of `photos` photos: a product field
+/// (not `uncertain_fields`), a photo that was sent, a box of four numbers in 0–1000 with min < max;
+/// the first entry per field. Anything else — a missing or malformed list included — is dropped,
+/// never an error: where a value was read is a help, not part of the product.
+pub fn field_sources(sources: &serde_json::Value, photos: usize) -> Vec<FieldSource> {
+    let Some(entries) = sources.as_array() else { return Vec::new() };
+    let mut sources: Vec<FieldSource> = Vec::new();
+    for entry in entries.iter().take(64) {
+        let Some(field) = entry.get("field").and_then(serde_json::Value::as_str) else { continue };
+        if !uncertain_field_names().any(|f| f == field) || sources.iter().any(|s| s.field == field) {
+            continue;
+        }
+        let Some(photo) = entry.get("photo").and_then(serde_json::Value::as_u64) else { continue };
+        if usize::try_from(photo).map_or(true, |p| p >= photos) {
+            continue;
+        }
+        let Some(raw) = entry.get("box_2d").and_then(serde_json::Value::as_array) else { continue };
+        let numbers: Vec<u16> = raw
+            .iter()
+            .filter_map(serde_json::Value::as_f64)
+            .filter(|v| v.is_finite() && (0.0..=1000.0).contains(v))
+            .map(|v| v.round() as u16)
+            .collect();
+        let [y_min, x_min, y_max, x_max] = numbers[..] else { continue };
+        if raw.len() != 4 || y_min >= y_max || x_min >= x_max {
+            continue;
+        }
+        sources.push(FieldSource {
+            field: field.to_owned(),
+            photo: photo as u32,
+            box_2d: [y_min, x_min, y_max, x_max],
+        });
+    }
+    sources
 }
 
 #[cfg(test)]
@@ -500,6 +571,32 @@ mod tests {
         assert_eq!(gtin_key("036000291452"), gtin_key("0036000291452"));
         assert_eq!(gtin_key("96385074"), "00000096385074");
         assert_eq!(gtin_key("12x"), "12x");
+    }
+
+    #[test]
+    fn field_sources_keep_only_usable_boxes() {
+        let answer = serde_json::json!({"name": "Soup", "sources": [
+            {"field": "name", "photo": 0, "box_2d": [100, 200, 300, 400]},
+            {"field": "name", "photo": 1, "box_2d": [1, 2, 3, 4]},
+            {"field": "gtin", "photo": 1, "box_2d": [600.4, 300, 700, 699.6]},
+            {"field": "brand", "photo": 2, "box_2d": [1, 2, 3, 4]},
+            {"field": "price", "photo": 0, "box_2d": [300, 200, 100, 400]},
+            {"field": "color", "photo": 0, "box_2d": [0, 0, 1001, 10]},
+            {"field": "size", "photo": 0, "box_2d": [0, 0, 10]},
+            {"field": "uncertain_fields", "photo": 0, "box_2d": [0, 0, 10, 10]},
+            {"field": "secret", "photo": 0, "box_2d": [0, 0, 10, 10]},
+            {"field": "material", "photo": -1, "box_2d": [0, 0, 10, 10]},
+            "not an object"
+        ]});
+        let sources = field_sources(&answer[SOURCES_KEY], 2);
+        let kept: Vec<(&str, u32, [u16; 4])> = sources.iter().map(|s| (s.field.as_str(), s.photo, s.box_2d)).collect();
+        assert_eq!(kept, [("name", 0, [100, 200, 300, 400]), ("gtin", 1, [600, 300, 700, 700])]);
+        assert!(field_sources(&serde_json::Value::Null, 1).is_empty());
+        assert!(field_sources(&serde_json::json!({"field": "name"}), 1).is_empty());
+        // The schema asks for them last, so the product's fields come first in the answer.
+        let schema = response_json_schema();
+        let keys: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();
+        assert_eq!(keys.last().map(|k| k.as_str()), Some(SOURCES_KEY));
     }
 
     #[test]

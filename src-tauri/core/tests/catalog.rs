@@ -67,6 +67,7 @@ fn proposed(photo_id: PhotoId, name: &str) -> NewAttempt {
         batch: false,
         barcodes: None,
         more_photos: Vec::new(),
+        sources: Vec::new(),
     }
 }
 
@@ -177,6 +178,7 @@ async fn the_audit_trail_keeps_failures_and_proposals() {
             batch: false,
             barcodes: None,
             more_photos: Vec::new(),
+            sources: Vec::new(),
         })
         .await
         .unwrap();

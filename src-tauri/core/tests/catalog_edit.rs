@@ -36,6 +36,7 @@ fn proposal(photo_id: PhotoId, product: Product, started_at: i64) -> NewAttempt 
         batch: false,
         barcodes: None,
         more_photos: Vec::new(),
+        sources: Vec::new(),
     }
 }
 
@@ -390,6 +391,7 @@ async fn a_reextraction_replaces_the_proposal_and_an_attempt_must_fit() {
             batch: false,
             barcodes: None,
             more_photos: Vec::new(),
+            sources: Vec::new(),
             ..proposal(record.photo_id, product("x"), T0 + 60)
         })
         .await

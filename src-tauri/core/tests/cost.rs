@@ -136,6 +136,7 @@ fn a_failed_but_billed_attempt_is_priced_and_its_model_read_from_the_body() {
         batch: true,
         barcodes: None,
         more_photos: Vec::new(),
+        sources: Vec::new(),
     };
     price_attempt(&mut attempt, &PricingConfig::default());
     assert_eq!(attempt.model_version.as_deref(), Some("gemini-2.5-flash"));
@@ -185,6 +186,7 @@ async fn spend_per_day_and_model_from_a_real_file() {
             batch,
             barcodes: None,
             more_photos: Vec::new(),
+            sources: Vec::new(),
         };
         price_attempt(&mut attempt, &pricing);
         s.catalog.record_attempt(attempt).await.unwrap();

@@ -247,6 +247,7 @@ async fn resumes_after_a_crash_at_each_state_boundary() {
             batch: false,
             barcodes: None,
             more_photos: Vec::new(),
+            sources: Vec::new(),
         };
         attempts.push(s.catalog.record_attempt(attempt).await.unwrap());
     }

@@ -376,7 +376,33 @@ async fn the_demo_shoot_is_one_product_of_two_photos() {
     let attributes: Vec<&str> = p.attributes.iter().map(|a| a.name.as_str()).collect();
     assert!(attributes.contains(&"Flavor") && attributes.contains(&"Ingredients"), "{attributes:?}");
     assert!(oat.flags.iter().all(|f| f.kind != FlagKind::Barcode), "Gemini and the barcode agree: {:?}", oat.flags);
+    // Where each value was read: Gemini's boxes, and the barcode's own for the GTIN.
+    let at = |field: &str| oat.sources.iter().find(|s| s.field == field).map(|s| (s.photo, s.box_2d));
+    assert_eq!(at("brand").map(|a| a.0), Some(0), "{:?}", oat.sources);
+    assert_eq!(at("name").map(|a| a.0), Some(0), "the front shows it first");
+    assert_eq!(at("net_content").map(|a| a.0), Some(1));
+    assert_eq!(at("gtin"), Some((1, barcodes[0].box_2d)), "the barcode read on the machine");
     let record = s.queue.save_item(oat.row.id, p.clone()).await.unwrap();
     assert_eq!(record.gtin_source, Some(pe_core::barcode::GtinSource::Photo));
     assert_eq!(s.generate_bodies().len(), 1);
+}
+
+/// Gemini's boxes are stored with the attempt; one that is not a box, or names a photo that was not
+/// sent, is dropped and the answer is used all the same.
+#[tokio::test]
+async fn invalid_boxes_are_dropped_not_fatal() {
+    let s = setup().await;
+    let shoot = s.shoot("boxes", &["jar_front.jpg", "jar_back.jpg"], 400);
+    s.fake.push(Behavior::Fixed(serde_json::json!({"name": "Jam", "brand": "Mira", "sources": [
+        {"field": "name", "photo": 1, "box_2d": [100, 100, 200, 300]},
+        {"field": "brand", "photo": 5, "box_2d": [100, 100, 200, 300]},
+        {"field": "category", "photo": 0, "box_2d": [900, 100, 200, 300]},
+        {"field": "color", "photo": 0, "box_2d": "everywhere"}
+    ]})));
+    s.import(vec![shoot], stem(6)).await;
+    let products = s.products().await;
+    assert_eq!(products[0].row.state, ItemState::Ready, "{:?}", products[0].row.last_error);
+    let kept: Vec<(&str, u32)> = products[0].sources.iter().map(|s| (s.field.as_str(), s.photo)).collect();
+    assert_eq!(kept, [("name", 1)]);
+    assert_eq!(products[0].proposal.as_ref().unwrap().name, "Jam");
 }

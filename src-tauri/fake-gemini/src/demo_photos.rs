@@ -23,6 +23,9 @@ pub struct DemoPhoto {
     /// Lowercase hex SHA-256 of the JPEG the client sends for it (default image settings).
     pub prepared_sha256: &'static str,
     product: fn() -> Value,
+    /// Where fields are printed on it: a field's name and its `box_2d` (`[y_min, x_min, y_max,
+    /// x_max]`, 0–1000), what the fake answers in `sources` when the request asks for them.
+    pub sources: &'static [(&'static str, [u16; 4])],
 }
 
 impl DemoPhoto {
@@ -39,11 +42,13 @@ pub const DEMO_PHOTOS: &[DemoPhoto] = &[
         file: "product.jpg",
         prepared_sha256: "7a089f73067e472ec9e9c70031d94b1638f6a2ffc398bc816b09ad5f49834aa6",
         product: oat_bars_box,
+        sources: &[],
     },
     DemoPhoto {
         file: "label.png",
         prepared_sha256: "5d48bc3906d3a69cd00962f3c72f6d1e6f4537bd7aa60908d8053e536bf08ebd",
         product: oat_bars_label,
+        sources: &[],
     },
     // The demo's product of two photos (`demo-shoot/`, one product by the stem rule): each side
     // shows part of it, the request with both shows it all (see `products::product_for_images`).
@@ -51,11 +56,24 @@ pub const DEMO_PHOTOS: &[DemoPhoto] = &[
         file: "demo-shoot/oat-bars_front.jpg",
         prepared_sha256: "415569175c13dafda3f3273b345f4212ed64cddffdbfc1339833552394b813ff",
         product: oat_bars_front,
+        // Measured on the image (1200 × 900): "ACME" and "Crunchy Oat Bars" on the box's panel.
+        sources: &[
+            ("brand", [333, 170, 433, 435]),
+            ("name", [478, 170, 561, 755]),
+            ("attributes", [594, 170, 656, 600]),
+        ],
     },
     DemoPhoto {
         file: "demo-shoot/oat-bars_back.jpg",
         prepared_sha256: "a938e2e37b1a3ae6783c136897c8b3cc3437b6552de3467883c6f07ee84da533",
         product: oat_bars_back,
+        // The title banner, the ingredients, the weight line and the barcode.
+        sources: &[
+            ("name", [33, 25, 111, 640]),
+            ("net_content", [307, 25, 356, 578]),
+            ("attributes", [178, 25, 272, 620]),
+            ("gtin", [578, 467, 933, 954]),
+        ],
     },
 ];
 

@@ -94,12 +94,27 @@ pub fn product_for_image(image: &[u8]) -> Value {
 /// demo photos among them show together — each field from the first photo that shows it, the
 /// attributes of all of them — else an invented product from the first photo.
 pub fn product_for_images(images: &[Vec<u8>]) -> Value {
-    let mut seen = images.iter().filter_map(|image| crate::demo_photos::recognize(image)).map(|p| p.product());
-    let Some(mut product) = seen.next() else {
+    let seen: Vec<(usize, &crate::demo_photos::DemoPhoto)> =
+        images.iter().enumerate().filter_map(|(i, image)| Some((i, crate::demo_photos::recognize(image)?))).collect();
+    let Some(((_, first), rest)) = seen.split_first() else {
         return invented_product(images.first().map(Vec::as_slice).unwrap_or(&[]));
     };
-    for other in seen {
-        combine(&mut product, other);
+    let mut product = first.product();
+    for (_, other) in rest {
+        combine(&mut product, other.product());
+    }
+    // Where each field is printed: the first photo that shows it (as `sources` in the answer,
+    // when the request's schema asks for them).
+    let mut sources: Vec<Value> = Vec::new();
+    for (index, photo) in &seen {
+        for (field, box_2d) in photo.sources {
+            if !sources.iter().any(|s| s["field"] == *field) {
+                sources.push(json!({"field": field, "photo": index, "box_2d": box_2d}));
+            }
+        }
+    }
+    if !sources.is_empty() {
+        product["sources"] = Value::Array(sources);
     }
     product
 }

@@ -2,6 +2,7 @@
 import type { AttemptInfo } from "./AttemptInfo";
 import type { Barcode } from "./Barcode";
 import type { FieldFlag } from "./FieldFlag";
+import type { FieldSource } from "./FieldSource";
 import type { GroupNote } from "./GroupNote";
 import type { ImportRow } from "./ImportRow";
 import type { ItemPhoto } from "./ItemPhoto";
@@ -24,6 +25,11 @@ barcodes: Array<Barcode> | null,
  * Every photo of the product, in the order sent (the first is `row.path`).
  */
 photos: Array<ItemPhoto>, 
+/**
+ * Where each field of the proposal was read (its attempt's; the GTIN's is the barcode's when
+ * one was read): photo index and box_2d.
+ */
+sources: Array<FieldSource>, 
 /**
  * What grouping did to this product's photos (split from a larger group), when anything.
  */

@@ -55,6 +55,7 @@ const detail = (r: ImportRow, attemptId: number, name = `Product ${r.id}`): Impo
   barcodes: [],
   photos: [],
   group: null,
+  sources: [],
 });
 
 const progress = (status: ImportStatus): ImportProgress => ({

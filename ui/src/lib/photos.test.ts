@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { barcodeBoxes, boxesOn, boxRect } from "./photos";
+import { barcodeBoxes, boxesOn, boxRect, fieldBox, fieldOfElement } from "./photos";
 
 describe("boxRect", () => {
   it("maps Gemini's normalized [y_min, x_min, y_max, x_max] to the photo's pixels", () => {
@@ -25,5 +25,28 @@ describe("barcode boxes", () => {
     expect(boxesOn(boxes, 0)).toEqual([]);
     expect(boxesOn(boxes, 1).map((b) => b.box_2d)).toEqual([[600, 300, 700, 700]]);
     expect(barcodeBoxes(null)).toEqual([]);
+  });
+});
+
+describe("field boxes", () => {
+  it("know which field a form control edits", () => {
+    expect(fieldOfElement("field-name")).toBe("name");
+    expect(fieldOfElement("field-gtin")).toBe("gtin");
+    expect(fieldOfElement("field-price-currency")).toBe("price");
+    expect(fieldOfElement("field-net-unit")).toBe("net_content");
+    expect(fieldOfElement("attr-value-3")).toBe("attributes");
+    expect(fieldOfElement("field-secret")).toBeNull();
+    expect(fieldOfElement("import-review-panel")).toBeNull();
+  });
+
+  it("draw where the focused field was read, on its photo", () => {
+    const sources = [
+      { field: "name", photo: 0, box_2d: [100, 100, 200, 400] as [number, number, number, number] },
+      { field: "gtin", photo: 1, box_2d: [600, 400, 900, 900] as [number, number, number, number] },
+    ];
+    expect(fieldBox(sources, "gtin")).toEqual({ photo: 1, box_2d: [600, 400, 900, 900], label: "GTIN: read here", kind: "field" });
+    expect(fieldBox(sources, "brand")).toBeNull();
+    expect(fieldBox(sources, null)).toBeNull();
+    expect(fieldBox(null, "name")).toBeNull();
   });
 });

@@ -4,6 +4,8 @@
 // invalid one is dropped, never drawn wrong.
 
 import type { Barcode } from "../bindings/Barcode";
+import { PRODUCT_FIELDS } from "../bindings/constants";
+import type { FieldSource } from "../bindings/FieldSource";
 
 /** A box to draw on one of the product's photos. */
 export interface PhotoBox {
@@ -53,4 +55,22 @@ export function barcodeBoxes(barcodes: readonly Barcode[] | null | undefined): P
 /** The boxes of `photo` that can be drawn. */
 export function boxesOn(boxes: readonly PhotoBox[], photo: number): PhotoBox[] {
   return boxes.filter((b) => b.photo === photo && boxRect(b.box_2d, 1000, 1000) !== null);
+}
+
+/** The product field a form control edits, by its element id (ProductEditor's ids), or null. */
+export function fieldOfElement(id: string): string | null {
+  if (id === "field-price-amount" || id === "field-price-currency") return "price";
+  if (id === "field-net-value" || id === "field-net-unit") return "net_content";
+  if (/^attr-(name|value)-\d+$/.test(id)) return "attributes";
+  const key = id.startsWith("field-") ? id.slice("field-".length) : null;
+  return key !== null && PRODUCT_FIELDS.some((f) => f.key === key) ? key : null;
+}
+
+/** Where `field` was read, as a box to draw, or null when Gemini did not say. */
+export function fieldBox(sources: readonly FieldSource[] | null | undefined, field: string | null): PhotoBox | null {
+  if (!field) return null;
+  const source = (sources ?? []).find((s) => s.field === field);
+  if (!source) return null;
+  const label = PRODUCT_FIELDS.find((f) => f.key === field)?.label ?? field;
+  return { photo: source.photo, box_2d: source.box_2d, label: `${label}: read here`, kind: "field" };
 }

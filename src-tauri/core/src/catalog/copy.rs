@@ -139,6 +139,7 @@ pub const TABLES: &[Table] = &[
             ("batch", Int),
             ("batch_name", Text),
             ("barcodes_json", Json),
+            ("sources_json", Json),
         ],
     },
     Table {

@@ -75,8 +75,8 @@ pub(super) fn record_attempt_in(tx: &Connection, attempt: &NewAttempt) -> Result
         "INSERT INTO attempts (photo_id, model, started_at, latency_ms, prompt_tokens, output_tokens,
                                thoughts_tokens, total_tokens, outcome, proposal_json, error_code,
                                error_message, raw_response, cached_tokens, model_version, cost_nanos, batch,
-                               barcodes_json)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
+                               barcodes_json, sources_json)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)
          RETURNING id",
         params![
             attempt.photo_id,
@@ -97,6 +97,9 @@ pub(super) fn record_attempt_in(tx: &Connection, attempt: &NewAttempt) -> Result
             attempt.cost.map(Usd::nanos),
             attempt.batch,
             attempt.barcodes.as_ref().map(serde_json::to_string).transpose()?,
+            matches!(attempt.outcome, AttemptOutcome::Proposed { .. })
+                .then(|| serde_json::to_string(&attempt.sources))
+                .transpose()?,
         ],
         |row| row.get(0),
     )?;

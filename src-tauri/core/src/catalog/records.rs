@@ -59,6 +59,8 @@ pub struct NewAttempt {
     pub barcodes: Option<Vec<Barcode>>,
     /// The photos sent besides `photo_id`, in order (a product of several photos); `attempt_photos`.
     pub more_photos: Vec<PhotoId>,
+    /// Where Gemini read each field (an answered attempt's); empty otherwise.
+    pub sources: Vec<crate::product::FieldSource>,
 }
 
 /// One photo of a product: which, and the file it came from.

@@ -119,6 +119,9 @@ impl Usage {
 pub struct GeminiExtraction {
     /// Parsed and normalized; not validated (flags are the pipeline's job).
     pub product: Product,
+    /// The answer's `sources` entry as sent (where each field was read), unchecked; the pipeline
+    /// keeps the usable ones ([`crate::product::field_sources`]).
+    pub sources: Option<serde_json::Value>,
     pub usage: Usage,
     /// The whole HTTP body, for the audit trail.
     pub raw_response: String,
@@ -540,6 +543,7 @@ fn extraction(body: String, latency: Duration, max_output_tokens: u32) -> Result
     let parsed = parse::parse_generate_response(&body, max_output_tokens)?;
     Ok(GeminiExtraction {
         product: parsed.product,
+        sources: parsed.sources,
         usage: parsed.usage,
         raw_response: body,
         model_version: parsed.model_version,

@@ -75,6 +75,8 @@ pub(crate) fn reason_in_words(reason: &str) -> &'static str {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Parsed {
     pub product: Product,
+    /// The answer's `sources` as sent (checked against the photos later: [`crate::product::field_sources`]).
+    pub sources: Option<serde_json::Value>,
     pub usage: Usage,
     pub model_version: Option<String>,
     pub finish_reason: Option<String>,
@@ -179,7 +181,8 @@ pub(crate) fn parse_generate_response(body: &str, max_output_tokens: u32) -> Res
     let product: Product = serde_json::from_value(json.clone()).map_err(|e| {
         unparsable("the product data had the wrong shape", format!("{e}: {}", short(text.trim(), 200)), billed, body)
     })?;
-    Ok(Parsed { product: product.normalized(), usage, model_version: response.model_version, finish_reason })
+    let sources = object.get(crate::product::SOURCES_KEY).cloned();
+    Ok(Parsed { product: product.normalized(), sources, usage, model_version: response.model_version, finish_reason })
 }
 
 /// The `modelVersion` of a response body (a failed answer's included); `None` when the body is

@@ -349,6 +349,9 @@ pub struct ImportItemDetail {
     pub barcodes: Option<Vec<Barcode>>,
     /// Every photo of the product, in the order sent (the first is `row.path`).
     pub photos: Vec<ItemPhoto>,
+    /// Where each field of the proposal was read (its attempt's; the GTIN's is the barcode's when
+    /// one was read): photo index and box_2d.
+    pub sources: Vec<crate::product::FieldSource>,
     /// What grouping did to this product's photos (split from a larger group), when anything.
     pub group: Option<GroupNote>,
 }

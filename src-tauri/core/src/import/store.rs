@@ -1256,10 +1256,11 @@ pub(crate) fn detail(conn: &mut Connection, id: ItemId) -> Result<ImportItemDeta
         .query_row([id], row)
         .optional()?
         .ok_or(ImportError::NotFound(id))?;
-    let (sha256, proposal, flags, attempt, (barcodes, group)) = conn.query_row(
+    let (sha256, proposal, flags, attempt, (barcodes, group, sources)) = conn.query_row(
         "SELECT i.sha256, i.proposal_json, i.flags_json,
                 a.id, a.model, a.latency_ms, a.prompt_tokens, a.output_tokens, a.thoughts_tokens, a.total_tokens,
-                a.raw_response, a.cached_tokens, a.cost_nanos, a.batch, i.barcodes_json, i.group_json
+                a.raw_response, a.cached_tokens, a.cost_nanos, a.batch, i.barcodes_json, i.group_json,
+                a.sources_json
          FROM import_items i LEFT JOIN attempts a ON a.id = i.attempt_id
          WHERE i.id = ?1",
         [id],
@@ -1290,7 +1291,8 @@ pub(crate) fn detail(conn: &mut Connection, id: ItemId) -> Result<ImportItemDeta
             };
             let barcodes: Option<Vec<Barcode>> = json(r, 14)?;
             let group: Option<GroupNote> = json(r, 15)?;
-            Ok((r.get::<_, Option<String>>(0)?, proposal, flags, attempt, (barcodes, group)))
+            let sources: Vec<crate::product::FieldSource> = json(r, 16)?.unwrap_or_default();
+            Ok((r.get::<_, Option<String>>(0)?, proposal, flags, attempt, (barcodes, group, sources)))
         },
     )?;
     let first = ItemPhoto {
@@ -1313,7 +1315,7 @@ pub(crate) fn detail(conn: &mut Connection, id: ItemId) -> Result<ImportItemDeta
         })
     })?;
     photos.extend(more.collect::<Result<Vec<_>, _>>()?);
-    Ok(ImportItemDetail { row, sha256, proposal, flags, attempt, barcodes, photos, group })
+    Ok(ImportItemDetail { row, sha256, proposal, flags, attempt, barcodes, photos, group, sources })
 }
 
 fn json<T: serde::de::DeserializeOwned>(r: &Row<'_>, idx: usize) -> rusqlite::Result<Option<T>> {

@@ -24,6 +24,10 @@ CREATE INDEX import_item_photos_path ON import_item_photos (path);
 -- "merged_by": [gtin…]}`; NULL for an ordinary group.
 ALTER TABLE import_items ADD COLUMN group_json TEXT;
 
+-- Where Gemini read each field (`product::FieldSource`: field, photo index, box_2d), a JSON
+-- array, for an answered attempt; NULL otherwise and for attempts from before.
+ALTER TABLE attempts ADD COLUMN sources_json TEXT;
+
 -- The photos an attempt sent besides its first (the audit trail: which photos a call saw).
 CREATE TABLE attempt_photos (
     attempt_id INTEGER NOT NULL REFERENCES attempts (id),

@@ -5,6 +5,8 @@
 -- was legible, NULL when nothing was read). `attempts.barcodes_json`: what the call's proposal was
 -- checked against; `import_items.barcodes_json`: what the item's photo read when it was prepared.
 ALTER TABLE attempts ADD COLUMN barcodes_json JSON;
+-- SQLite 0011: where Gemini read each field (a JSON array of field, photo, box_2d).
+ALTER TABLE attempts ADD COLUMN sources_json JSON;
 ALTER TABLE import_items ADD COLUMN barcodes_json JSON;
 
 -- SQLite 0010: what opening the import queue reads (`near_seed`): the photos' perceptual hashes
