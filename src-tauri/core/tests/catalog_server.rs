@@ -41,6 +41,7 @@ async fn a_fresh_database_is_migrated_and_a_second_migrate_does_nothing() {
             "attempt_photos",
             "attempts",
             "batches",
+            "import_item_gtins",
             "import_item_photos",
             "import_items",
             "photos",
@@ -416,6 +417,7 @@ fn sample_catalog(path: &Path) {
         rusqlite::params![b"/shoot/caf\xe9-back.jpg".as_slice(), "2".repeat(64)],
     )
     .unwrap();
+    conn.execute("INSERT INTO import_item_gtins (item_id, gtin_key) VALUES (2, '04006381333931')", []).unwrap();
 }
 
 /// Every row of every copied table, in key order, as SQLite holds it.
@@ -451,6 +453,7 @@ const SAMPLE_COUNTS: &[(&str, u64)] = &[
     ("product_revisions", 4),
     ("import_items", 6),
     ("import_item_photos", 2),
+    ("import_item_gtins", 1),
 ];
 
 /// SQLite → server → a new SQLite file: every row of every table comes back equal (ids, bytes,

@@ -60,7 +60,9 @@ impl Setup {
     async fn import(&self, paths: Vec<PathBuf>, grouping: Grouping) -> Enqueued {
         let options = EnqueueOptions { grouping, ..EnqueueOptions::default() };
         let enqueued = self.queue.enqueue_files(paths, options).await.unwrap();
-        tokio::time::timeout(Duration::from_secs(30), self.queue.settled()).await.expect("settles within 30 s");
+        let settled =
+            tokio::time::timeout(Duration::from_secs(30), self.queue.settled()).await.expect("settles within 30 s");
+        assert!(!matches!(settled.status, ImportStatus::Stopped { .. }), "{:?}", settled.status);
         enqueued
     }
 
@@ -405,4 +407,48 @@ async fn invalid_boxes_are_dropped_not_fatal() {
     let kept: Vec<(&str, u32)> = products[0].sources.iter().map(|s| (s.field.as_str(), s.photo)).collect();
     assert_eq!(kept, [("name", 1)]);
     assert_eq!(products[0].proposal.as_ref().unwrap().name, "Jam");
+}
+
+/// Whatever the naming rule, photos whose barcodes read the same GTIN are one product: the one
+/// prepared second joins the first (not sent on its own) and says so; a photo without the barcode
+/// stays its own product.
+#[tokio::test]
+async fn photos_with_the_same_barcode_are_one_product_whatever_their_names() {
+    use barcode_photos::{draw, finish, scene, Effects, Placement, Symbol, Symbology};
+    let s = setup().await;
+    let dir = s.dir.path().join("by-barcode");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (seed, name) in [(11, "IMG_0042.png"), (12, "IMG_0043.png")] {
+        let mut img = scene(seed);
+        draw(&mut img, &Symbol::new(Symbology::Ean13, "400638133393"), Placement::plain((768.0, 700.0)));
+        finish(img, Effects::default(), seed).save(dir.join(name)).unwrap();
+    }
+    finish(scene(13), Effects::default(), 13).save(dir.join("IMG_0044.png")).unwrap();
+    s.import(vec![dir], stem(6)).await;
+
+    let rows = s.queue.items(0, 100, None).await.unwrap().rows;
+    assert_eq!(s.generate_bodies().len(), 2, "the second photo with the barcode was not sent: {rows:#?}");
+    let joined = rows.iter().find(|r| r.state == ItemState::Skipped).expect("one item joined another");
+    let skip = joined.skipped.as_ref().unwrap();
+    assert_eq!(skip.reason, SkipReason::AlreadyQueued, "its product is in the queue");
+    assert!(skip.message.contains("4006381333931"), "{}", skip.message);
+    let into = skip.duplicate_of_item.unwrap();
+    let product = s.queue.item(into).await.unwrap();
+    assert_eq!(product.row.state, ItemState::Ready);
+    let mut names = file_names(&product);
+    names.sort_unstable();
+    assert_eq!(names, ["IMG_0042.png", "IMG_0043.png"]);
+    assert!(product.photos.iter().all(|p| p.photo_id.is_some()));
+    let on: Vec<u32> = product.barcodes.as_ref().unwrap().iter().map(|b| b.photo).collect();
+    assert_eq!(on, [0, 1], "each photo's barcode, at its place");
+    assert_eq!(product.group.as_ref().unwrap().joined_by_barcode, ["4006381333931"]);
+    assert_eq!(product.row.photo_count, 2);
+    // Saved, the product has both photos.
+    let reviewed = pe_core::product::Product { gtin: None, ..product.proposal.clone().unwrap() };
+    let record = s.queue.save_item(into, reviewed).await.unwrap();
+    assert_eq!(s.catalog.product_photos(record.id).await.unwrap().len(), 2);
+    // The same folder again: nothing new.
+    let again = s.import(vec![s.dir.path().join("by-barcode")], stem(6)).await;
+    assert_eq!(again.report.queued, 0, "{:?}", again.report);
+    assert_eq!(s.generate_bodies().len(), 2);
 }

@@ -8,4 +8,9 @@ export type GroupNote = {
 /**
  * The group had more photos than `[import] max_photos_per_product`: this is one part of it.
  */
-split: SplitNote | null, };
+split: SplitNote | null, 
+/**
+ * Photos that joined this product after it was prepared because they show the same barcode
+ * (these GTINs); Gemini's proposal was made without them.
+ */
+joined_by_barcode: Array<string>, };

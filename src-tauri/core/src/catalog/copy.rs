@@ -244,6 +244,12 @@ pub const TABLES: &[Table] = &[
             ("photo_id", Int),
         ],
     },
+    Table {
+        name: "import_item_gtins",
+        key: &["item_id", "gtin_key"],
+        identity: false,
+        columns: &[("item_id", Int), ("gtin_key", Text)],
+    },
 ];
 
 impl Table {

@@ -157,6 +157,7 @@ pub(crate) fn entries(batch: Vec<Scanned>, held: &mut Vec<Scanned>, grouping: Gr
             group.photos.iter().filter_map(|&i| slots.get_mut(i).and_then(Option::take)).collect();
         let note = group.split.map(|s| GroupNote {
             split: Some(SplitNote { part: count(s.part), parts: count(s.parts), of_photos: count(s.of_photos) }),
+            joined_by_barcode: Vec::new(),
         });
         match (members.len(), note) {
             (1, None) => {

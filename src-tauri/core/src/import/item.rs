@@ -27,8 +27,9 @@ use super::driver::stop_for;
 use super::phash;
 use super::records::{ItemOrigin, ItemState};
 use super::shared::{lock, Hold, Shared, THROTTLE_WAIT};
-use super::store::{self, Claimed, Finish, PreparedRow};
+use super::store::{self, Claimed, Finish, Marked, PreparedRow};
 use super::ImportError;
+use super::ItemId;
 use crate::catalog::PhotoId;
 use crate::error::{Coded, ErrorCode};
 use crate::intake::PreparedImage;
@@ -122,11 +123,7 @@ async fn work(shared: &Arc<Shared>, pipeline: &Pipeline, item: &Claimed) -> Resu
         // the chunk the batch task submits; this task ends once it is there.
         let (prepared, now) = (prepared_row(&images, photo_id, phash, looks_like, more), shared.now());
         let moved = shared.counted(move |conn| store::mark_extracting(conn, id, &prepared, now)).await?;
-        if moved.value {
-            shared.item_changed(id, ItemState::Extracting, &moved);
-            if let Some(hash) = phash {
-                lock(&shared.near).insert(photo_id, hash);
-            }
+        if marked(shared, id, &moved, phash, photo_id) {
             let jpegs: Vec<&[u8]> = images.iter().map(|i| i.jpeg.as_slice()).collect();
             let request = pipeline.gemini().batch_request(id.to_string(), PreparedImage::MIME_TYPE, &jpegs);
             drop(images);
@@ -164,13 +161,21 @@ async fn work(shared: &Arc<Shared>, pipeline: &Pipeline, item: &Claimed) -> Resu
         }
     };
     let (prepared, now) = (prepared_row(&images, photo_id, phash, looks_like, more), shared.now());
-    let mark = async {
+    // A bulk item that read a barcode may join another product with the same one instead of
+    // being sent: it learns which before the call. The others mark and call at once.
+    let may_join = item.origin == ItemOrigin::Import && !prepared.barcodes.is_empty();
+    let mut prepared = Some(prepared);
+    if may_join {
+        let prepared = prepared.take().expect("not taken yet");
         let moved = shared.counted(move |conn| store::mark_extracting(conn, id, &prepared, now)).await?;
-        if moved.value {
-            shared.item_changed(id, ItemState::Extracting, &moved);
-            if let Some(hash) = phash {
-                lock(&shared.near).insert(photo_id, hash);
-            }
+        if !marked(shared, id, &moved, phash, photo_id) {
+            return Ok(());
+        }
+    }
+    let mark = async {
+        if let Some(prepared) = prepared {
+            let moved = shared.counted(move |conn| store::mark_extracting(conn, id, &prepared, now)).await?;
+            marked(shared, id, &moved, phash, photo_id);
         }
         Ok::<(), ImportError>(())
     };
@@ -194,6 +199,32 @@ async fn work(shared: &Arc<Shared>, pipeline: &Pipeline, item: &Claimed) -> Resu
     // Recorded (or not, then the budget check reads the catalog as it is): no longer reserved.
     drop(reservation);
     finished
+}
+
+/// Publishes what [`store::mark_extracting`] did; true when the item is to be sent.
+fn marked(
+    shared: &Arc<Shared>,
+    id: ItemId,
+    moved: &crate::import::store::Counted<Marked>,
+    phash: Option<u64>,
+    photo_id: PhotoId,
+) -> bool {
+    match moved.value {
+        Marked::Extracting => {
+            shared.item_changed(id, ItemState::Extracting, moved);
+            if let Some(hash) = phash {
+                lock(&shared.near).insert(photo_id, hash);
+            }
+            true
+        }
+        Marked::Joined(into, state) => {
+            shared.record_finished();
+            shared.item_changed(id, ItemState::Skipped, moved);
+            shared.item_changed(into, state, moved);
+            false
+        }
+        Marked::Moved => false,
+    }
 }
 
 /// The item's photos prepared, in order (its own, then the product's others): each decoded under

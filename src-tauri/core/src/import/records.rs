@@ -377,6 +377,10 @@ pub struct ItemPhoto {
 pub struct GroupNote {
     /// The group had more photos than `[import] max_photos_per_product`: this is one part of it.
     pub split: Option<SplitNote>,
+    /// Photos that joined this product after it was prepared because they show the same barcode
+    /// (these GTINs); Gemini's proposal was made without them.
+    #[serde(default)]
+    pub joined_by_barcode: Vec<String>,
 }
 
 /// Which part of an over-size group an item is.

@@ -634,18 +634,43 @@ fn more_photos(conn: &Connection, item: ItemId) -> Result<Vec<MorePhoto>, Import
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+/// What [`mark_extracting`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Marked {
+    /// `extracting`: send it.
+    Extracting,
+    /// Its photos show the same barcode as this other bulk item (extracting, submitted or ready,
+    /// its state given): they joined it, and this item is skipped as `already_queued` (the
+    /// product is: the message names the barcode); nothing is sent.
+    Joined(ItemId, ItemState),
+    /// It was no longer preparing.
+    Moved,
+}
+
 /// `preparing → extracting`: the photo is recorded; its content hash (what was actually
-/// prepared), perceptual hash and near-duplicate hint are stored with the state. False when the
-/// item was no longer preparing.
+/// prepared), perceptual hash and near-duplicate hint are stored with the state. A bulk item whose
+/// photos read a barcode another bulk item already read (one marked before it: the check and the
+/// write are one transaction, so of two such items exactly one is sent) joins that item instead.
 pub(crate) fn mark_extracting(
     conn: &mut Connection,
     id: ItemId,
     prepared: &PreparedRow,
     now: i64,
-) -> Result<bool, ImportError> {
+) -> Result<Marked, ImportError> {
     let PreparedRow { photo_id, sha256, phash, looks_like, barcodes, more } = prepared;
     let barcodes_json = serde_json::to_string(barcodes)?;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let keys: Vec<String> = {
+        let mut keys: Vec<String> = barcodes.iter().map(|b| crate::product::gtin_key(&b.gtin)).collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    };
+    if let Some((into, state)) = same_barcode_item(&tx, id, &keys)? {
+        join_by_barcode(&tx, id, into, prepared, now)?;
+        tx.commit()?;
+        return Ok(Marked::Joined(into, state));
+    }
     if let Some(hash) = phash {
         catalog_tx::set_photo_phash(&tx, *photo_id, &phash::to_hex(*hash))?;
     }
@@ -663,9 +688,121 @@ pub(crate) fn mark_extracting(
                 params![id, position, photo, sha256],
             )?;
         }
+        for key in &keys {
+            tx.execute(
+                "INSERT OR IGNORE INTO import_item_gtins (item_id, gtin_key) VALUES (?1, ?2)",
+                params![id, key],
+            )?;
+        }
     }
     tx.commit()?;
-    Ok(changed == 1)
+    Ok(if changed == 1 { Marked::Extracting } else { Marked::Moved })
+}
+
+/// Another bulk item whose photos read one of `keys` (GTIN keys), not yet saved, with room for
+/// more photos; only for a bulk item (`id`) still preparing.
+fn same_barcode_item(tx: &Connection, id: ItemId, keys: &[String]) -> Result<Option<(ItemId, ItemState)>, ImportError> {
+    if keys.is_empty() {
+        return Ok(None);
+    }
+    let bulk: bool = tx
+        .query_row("SELECT origin = 'import' AND state = 'preparing' FROM import_items WHERE id = ?1", [id], |r| {
+            r.get(0)
+        })
+        .optional()?
+        .unwrap_or(false);
+    if !bulk {
+        return Ok(None);
+    }
+    let max = i64::try_from(crate::config::MAX_PHOTOS_PER_PRODUCT_LIMIT).unwrap_or(i64::MAX);
+    let mut stmt = tx.prepare_cached(
+        "SELECT i.id, i.state FROM import_item_gtins g JOIN import_items i ON i.id = g.item_id
+         WHERE g.gtin_key = ?1 AND i.id <> ?2 AND i.origin = 'import'
+           AND i.state IN ('extracting', 'submitted', 'ready')
+           AND (SELECT count(*) FROM import_item_photos p WHERE p.item_id = i.id) + 1 < ?3
+         ORDER BY i.id LIMIT 1",
+    )?;
+    for key in keys {
+        let found = stmt.query_row(params![key, id, max], |r| Ok((r.get(0)?, parse_state(r, 1)?))).optional()?;
+        if found.is_some() {
+            return Ok(found);
+        }
+    }
+    Ok(None)
+}
+
+/// Item `id`'s prepared photos join item `into` (after its photos, their barcodes added to its
+/// own with their new positions), and `id` is skipped as `already_queued` (its product is, by its
+/// barcode; the skip reasons are CHECKed by the schema since 0007), pointing at `into`.
+fn join_by_barcode(
+    tx: &Connection,
+    id: ItemId,
+    into: ItemId,
+    prepared: &PreparedRow,
+    now: i64,
+) -> Result<(), ImportError> {
+    let (path, path_bytes, into_barcodes, group_json): (String, Option<Vec<u8>>, Option<String>, Option<String>) = tx
+        .query_row(
+        "SELECT (SELECT path FROM import_items WHERE id = ?1), (SELECT path_bytes FROM import_items WHERE id = ?1),
+                    barcodes_json, group_json
+             FROM import_items WHERE id = ?2",
+        params![id, into],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+    )?;
+    let mut photos = vec![(path, path_bytes, prepared.sha256.clone(), prepared.photo_id)];
+    {
+        let mut stmt = tx.prepare_cached(
+            "SELECT position, path, path_bytes FROM import_item_photos WHERE item_id = ?1 ORDER BY position",
+        )?;
+        let rows = stmt
+            .query_map([id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, Option<Vec<u8>>>(2)?)))?;
+        for row in rows {
+            let (position, path, path_bytes) = row?;
+            if let Some((_, photo, sha)) = prepared.more.iter().find(|m| m.0 == position) {
+                photos.push((path, path_bytes, sha.clone(), *photo));
+            }
+        }
+    }
+    let first: i64 = tx.query_row(
+        "SELECT coalesce(max(position), 0) + 1 FROM import_item_photos WHERE item_id = ?1",
+        [into],
+        |r| r.get(0),
+    )?;
+    for (offset, (path, path_bytes, sha, photo)) in (0i64..).zip(&photos) {
+        tx.execute(
+            "INSERT INTO import_item_photos (item_id, position, path, path_bytes, sha256, photo_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![into, first + offset, path, path_bytes, sha, photo],
+        )?;
+    }
+    // The joined photos' barcodes, at their places in `into`'s photos.
+    let mut all: Vec<Barcode> = into_barcodes.as_deref().map(serde_json::from_str).transpose()?.unwrap_or_default();
+    let shift = u32::try_from(first).unwrap_or(u32::MAX);
+    all.extend(prepared.barcodes.iter().cloned().map(|b| Barcode { photo: b.photo.saturating_add(shift), ..b }));
+    let mut note: GroupNote = group_json.as_deref().map(serde_json::from_str).transpose()?.unwrap_or_default();
+    for barcode in &prepared.barcodes {
+        if !note.joined_by_barcode.contains(&barcode.gtin) {
+            note.joined_by_barcode.push(barcode.gtin.clone());
+        }
+    }
+    tx.execute(
+        "UPDATE import_items SET barcodes_json = ?2, group_json = ?3, updated_at = ?4 WHERE id = ?1",
+        params![into, serde_json::to_string(&all)?, serde_json::to_string(&note)?, now],
+    )?;
+    tx.execute("DELETE FROM import_item_photos WHERE item_id = ?1", [id])?;
+    let gtins: Vec<&str> = prepared.barcodes.iter().map(|b| b.gtin.as_str()).collect();
+    let message = format!(
+        "Its barcode {} is also on item #{into}'s photos: they are one product, so these photos joined it and were not sent on their own.",
+        gtins.join(", ")
+    );
+    tx.execute(
+        "UPDATE import_items SET state = 'skipped', skip_reason = 'already_queued', duplicate_of_item = ?2,
+                                 photo_id = ?3, sha256 = ?4, barcodes_json = ?5, error_code = NULL,
+                                 error_message = ?6, updated_at = ?7
+         WHERE id = ?1 AND state = 'preparing'",
+        params![id, into, prepared.photo_id, prepared.sha256, serde_json::to_string(&prepared.barcodes)?, message, now],
+    )?;
+    Ok(())
 }
 
 /// What an item's prepared photo adds to its row as it becomes `extracting`.

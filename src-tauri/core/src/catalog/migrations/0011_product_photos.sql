@@ -20,6 +20,16 @@ CREATE TABLE import_item_photos (
 CREATE INDEX import_item_photos_sha256 ON import_item_photos (sha256);
 CREATE INDEX import_item_photos_path ON import_item_photos (path);
 
+-- The GTINs (`product::gtin_key`, 14 digits) read on an item's photos, written with
+-- `extracting`: photos of an import that show the same barcode are one product, found by this
+-- index when the second one is prepared.
+CREATE TABLE import_item_gtins (
+    item_id  INTEGER NOT NULL REFERENCES import_items (id) ON DELETE CASCADE,
+    gtin_key TEXT    NOT NULL,
+    PRIMARY KEY (item_id, gtin_key)
+) WITHOUT ROWID;
+CREATE INDEX import_item_gtins_key ON import_item_gtins (gtin_key);
+
 -- What the item's grouping did, for the review: `{"split": {"part", "parts", "of_photos"},
 -- "merged_by": [gtin…]}`; NULL for an ordinary group.
 ALTER TABLE import_items ADD COLUMN group_json TEXT;

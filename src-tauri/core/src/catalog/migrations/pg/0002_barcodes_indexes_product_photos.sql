@@ -34,6 +34,15 @@ CREATE TABLE import_item_photos (
 CREATE INDEX import_item_photos_sha256 ON import_item_photos (sha256);
 CREATE INDEX import_item_photos_path ON import_item_photos (path);
 
+-- The GTIN keys read on an item's photos (photos of one import with the same barcode are one
+-- product).
+CREATE TABLE import_item_gtins (
+    item_id  BIGINT NOT NULL REFERENCES import_items (id) ON DELETE CASCADE,
+    gtin_key TEXT   NOT NULL,
+    PRIMARY KEY (item_id, gtin_key)
+);
+CREATE INDEX import_item_gtins_key ON import_item_gtins (gtin_key);
+
 -- What the item's grouping did, for the review (`{"split": …, "merged_by": […]}`; NULL for an
 -- ordinary group). TEXT, as in SQLite, which does not check it either.
 ALTER TABLE import_items ADD COLUMN group_json TEXT;
