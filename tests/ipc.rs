@@ -630,3 +630,63 @@ fn the_cost_meter_reports_spend_and_sets_the_budget() {
     let report = invoke(&webview, "set_daily_budget", json!({"usd": null})).unwrap();
     assert_eq!(report["daily_budget_usd"], Value::Null);
 }
+
+/// The demo's product of two photos through the commands the review uses: imported as one item
+/// with both photos and the barcode on the second, each photo's thumbnail, the second moved to a
+/// product of its own and back (nothing extracted), extracted again when asked, saved with both
+/// photos, which `product_photos` lists in order.
+#[test]
+fn a_product_of_two_photos_is_split_merged_and_saved_through_ipc() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_app, webview) = app(dir.path(), env_of(&[]));
+    invoke(&webview, "set_demo_mode", json!({"enabled": true})).unwrap();
+    let shoot = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/demo-shoot");
+    let report = invoke(&webview, "import_paths", json!({"paths": [shoot], "batch": false})).unwrap();
+    assert_eq!(report["queued"], 1, "{report}");
+    let ready = |webview: &WebviewWindow<MockRuntime>, id: &Value| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let item = invoke(webview, "import_item", json!({ "id": id })).unwrap();
+            if item["row"]["state"] == "ready" {
+                return item;
+            }
+            assert!(std::time::Instant::now() < deadline, "never ready: {item}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    let rows = invoke(&webview, "import_items", json!({"offset": 0, "limit": 10, "states": null})).unwrap();
+    let id = rows["rows"][0]["id"].clone();
+    let item = ready(&webview, &id);
+    let names: Vec<&str> =
+        item["photos"].as_array().unwrap().iter().map(|p| p["file_name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["oat-bars_front.jpg", "oat-bars_back.jpg"]);
+    assert_eq!(item["barcodes"][0]["photo"], 1);
+    for photo in item["photos"].as_array().unwrap() {
+        let thumb = invoke(&webview, "photo_thumbnail", json!({"photoId": photo["photo_id"]})).unwrap();
+        assert!(thumb.as_str().unwrap().starts_with("data:image/jpeg;base64,"));
+    }
+
+    // The back to a product of its own, then back into the first: nothing is extracted.
+    let changed = invoke(&webview, "import_move_photo", json!({"from": id, "index": 1, "to": null})).unwrap();
+    let back = changed[1].clone();
+    let front = invoke(&webview, "import_item", json!({ "id": id })).unwrap();
+    assert_eq!(
+        (front["row"]["state"].as_str(), front["row"]["last_error"]["code"].as_str()),
+        (Some("failed"), Some("regrouped"))
+    );
+    invoke(&webview, "import_move_photo", json!({"from": back, "index": 0, "to": id})).unwrap();
+    let merged = invoke(&webview, "import_item", json!({ "id": back })).unwrap();
+    assert_eq!(merged["row"]["state"], "skipped");
+    let refused = invoke(&webview, "import_move_photo", json!({"from": back, "index": 0, "to": null})).unwrap_err();
+    assert_eq!(refused["code"], "conflict", "{refused}");
+
+    // Asked: extracted again with both photos, saved, and the product has them in order.
+    invoke(&webview, "import_force", json!({ "id": id })).unwrap();
+    let item = ready(&webview, &id);
+    assert_eq!(item["photos"].as_array().unwrap().len(), 2);
+    let saved = invoke(&webview, "import_save_item", json!({"id": id, "product": item["proposal"]})).unwrap();
+    let photos = invoke(&webview, "product_photos", json!({"id": saved["id"]})).unwrap();
+    let paths: Vec<&str> = photos.as_array().unwrap().iter().map(|p| p["path"].as_str().unwrap()).collect();
+    assert!(paths[0].ends_with("oat-bars_front.jpg") && paths[1].ends_with("oat-bars_back.jpg"), "{paths:?}");
+    assert_eq!(saved["gtin_source"], "photo");
+}

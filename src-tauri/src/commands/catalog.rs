@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use pe_core::catalog::{
-    local_user, BackupSummary, ExportFormat, ExportSummary, Facets, ProductPage, ProductQuery, ProductRecord,
+    local_user, BackupSummary, ExportFormat, ExportSummary, Facets, PhotoRef, ProductPage, ProductQuery, ProductRecord,
     RestoreSummary, RevisionRecord, RevisionSource, UpdateProduct,
 };
 use pe_core::import::EnqueueOptions;
@@ -29,6 +29,11 @@ pub async fn catalog_facets(state: State<'_, AppState>) -> Result<Facets, ErrorR
 
 pub async fn get_product(state: State<'_, AppState>, id: i64) -> Result<ProductRecord, ErrorReport> {
     Ok(state.catalog().get_product(id).await?)
+}
+
+/// Every photo of a product, in order (its first, then those it was extracted with).
+pub async fn product_photos(state: State<'_, AppState>, id: i64) -> Result<Vec<PhotoRef>, ErrorReport> {
+    Ok(state.catalog().product_photos(id).await?)
 }
 
 pub async fn product_history(state: State<'_, AppState>, id: i64) -> Result<Vec<RevisionRecord>, ErrorReport> {

@@ -26,7 +26,7 @@ pub mod settings;
 pub mod usage;
 
 use pe_core::catalog::{
-    BackupSummary, CostTotal, ExportFormat, ExportSummary, Facets, ProductPage, ProductQuery, ProductRecord,
+    BackupSummary, CostTotal, ExportFormat, ExportSummary, Facets, PhotoRef, ProductPage, ProductQuery, ProductRecord,
     RestoreSummary, RevisionRecord,
 };
 use pe_core::import::{
@@ -112,6 +112,7 @@ registry! {
     catalog::catalog_facets(state) -> Facets;
     catalog::get_product(state, id: i64) -> ProductRecord;
     catalog::product_history(state, id: i64) -> Vec<RevisionRecord>;
+    catalog::product_photos(state, id: i64) -> Vec<PhotoRef>;
     catalog::update_product(state, input: UpdateInput) -> ProductRecord;
     catalog::delete_product(state, id: i64) -> ProductRecord;
     catalog::undelete_product(state, id: i64) -> ProductRecord;

@@ -17,6 +17,7 @@ import type { ImportPage } from "./ImportPage";
 import type { ImportProgress } from "./ImportProgress";
 import type { ImportRow } from "./ImportRow";
 import type { ItemState } from "./ItemState";
+import type { PhotoRef } from "./PhotoRef";
 import type { PhotosEstimate } from "./PhotosEstimate";
 import type { Product } from "./Product";
 import type { ProductPage } from "./ProductPage";
@@ -51,6 +52,7 @@ export function commands(invoke: Invoke) {
     catalogFacets: () => invoke<Facets>("catalog_facets"),
     getProduct: (id: number) => invoke<ProductRecord>("get_product", { id }),
     productHistory: (id: number) => invoke<Array<RevisionRecord>>("product_history", { id }),
+    productPhotos: (id: number) => invoke<Array<PhotoRef>>("product_photos", { id }),
     updateProduct: (input: UpdateInput) => invoke<ProductRecord>("update_product", { input }),
     deleteProduct: (id: number) => invoke<ProductRecord>("delete_product", { id }),
     undeleteProduct: (id: number) => invoke<ProductRecord>("undelete_product", { id }),
@@ -98,6 +100,7 @@ export const COMMAND_NAMES = [
   "catalog_facets",
   "get_product",
   "product_history",
+  "product_photos",
   "update_product",
   "delete_product",
   "undelete_product",
