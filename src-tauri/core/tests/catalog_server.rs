@@ -193,9 +193,12 @@ const SQLITE_ONLY_TABLES: &[(&str, &str)] = &[
     ("products_fts", "FTS5 search, replaced on the server by full-text search on products"),
 ];
 
-/// Server columns that SQLite does not have, and why (none yet: the queue's lease and the search
-/// vector come with their own migrations, and are listed here then).
-const SERVER_ONLY_COLUMNS: &[(&str, &str, &str)] = &[];
+/// Server columns that SQLite does not have, and why.
+const SERVER_ONLY_COLUMNS: &[(&str, &str, &str)] = &[
+    ("import_items", "lease_owner", "several desktops share the queue: which one works the item (pg/0003)"),
+    ("import_items", "lease_until", "until when its lease runs, unix ms (pg/0003)"),
+    ("products", "search", "the full-text search vector, generated (pg/0004; SQLite has products_fts)"),
+];
 
 /// The server types a SQLite declared type may become (pg/0001's header gives the rules).
 fn compatible(sqlite_type: &str, server_type: &str) -> bool {
@@ -593,4 +596,126 @@ async fn a_copy_of_many_chunks_is_whole_and_a_failed_one_writes_nothing() {
 fn password_of(url: &str) -> String {
     let password = ServerUrl::parse(url).unwrap().config().get_password().map(<[u8]>::to_vec);
     String::from_utf8(password.expect("the test URL has a password")).unwrap()
+}
+
+/// Search on the server finds what SQLite's finds (data-driven over queries): the same catalog
+/// copied to the server, each query's matches compared as sets (the ranking functions differ:
+/// bm25 and ts_rank). Word prefixes, case and accents folded, every word required, deleted
+/// products left out, query syntax searched as text.
+#[tokio::test(flavor = "multi_thread")]
+async fn search_on_the_server_finds_what_sqlite_finds() {
+    use pe_core::catalog::{NewPhoto, SaveProduct};
+    use pe_core::product::{Attribute, Product};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("search.sqlite3");
+    let catalog = Catalog::open(&path).unwrap();
+    /// Name, brand, category, description, attributes.
+    type Row<'a> = (&'a str, Option<&'a str>, Option<&'a str>, Option<&'a str>, &'a [(&'a str, &'a str)]);
+    let products: &[Row<'_>] = &[
+        ("Crème fraîche", Some("Élan"), Some("Dairy"), Some("Thick cultured cream."), &[("Fat", "30 %")]),
+        ("Creme brulee kit", Some("Dessert Co"), Some("Baking"), None, &[]),
+        (
+            "Crunchy Oat Bars",
+            Some("ACME"),
+            Some("Cereal bars"),
+            Some("Honey and almond."),
+            &[("Flavor", "Honey & Almond")],
+        ),
+        ("Oat milk", Some("Oatly"), Some("Dairy alternatives"), Some("Barista edition"), &[("Volume", "1 l")]),
+        ("Crêpes", Some("Bretagne"), Some("Bakery"), Some("Thin pancakes, 12 pieces."), &[]),
+        ("Vanilla ice cream", Some("Häagen"), Some("Frozen"), Some("Madagascar vanilla."), &[("Size", "500 ml")]),
+        ("Deleted crème", Some("Gone"), Some("Dairy"), None, &[]),
+        ("name:x (quoted)", None, None, Some("A \"tricky\" AND NOT name"), &[]),
+    ];
+    let mut deleted = 0;
+    for (i, (name, brand, category, description, attributes)) in (1u32..).zip(products) {
+        let photo = catalog
+            .record_photo(NewPhoto {
+                sha256: format!("{i:064x}"),
+                original_path: format!("/shoot/{i}.jpg"),
+                original_path_bytes: None,
+                file_bytes: 1000,
+                width: 640,
+                height: 480,
+                format: "jpeg".into(),
+                thumbnail_jpeg: vec![0xFF, 0xD8, 0xFF, i as u8],
+                seen_at: 1_700_000_000_000,
+            })
+            .await
+            .unwrap();
+        let saved = Product {
+            name: (*name).into(),
+            brand: brand.map(Into::into),
+            category: category.map(Into::into),
+            description: description.map(Into::into),
+            attributes: attributes.iter().map(|(n, v)| Attribute { name: (*n).into(), value: (*v).into() }).collect(),
+            ..Product::default()
+        };
+        let record = catalog
+            .save_product(SaveProduct {
+                photo_id: photo,
+                attempt_id: None,
+                saved,
+                saved_by: "alice".into(),
+                saved_at: 1_700_000_000_000 + i64::from(i),
+            })
+            .await
+            .unwrap();
+        if name.starts_with("Deleted") {
+            deleted = record.id;
+            catalog.delete_product(record.id, "alice", 1_700_000_001_000).await.unwrap();
+        }
+    }
+    let server_url = fresh_database("search").await;
+    let server = CatalogUrl::parse(&server_url).unwrap();
+    copy::copy_catalog(&CatalogUrl::Sqlite(path.clone()), &server, &no_env).await.unwrap();
+    let remote = connect(&server_url).await.unwrap();
+
+    let queries = [
+        "creme",
+        "Crème",
+        "CRE",
+        "cr",
+        "fraiche",
+        "FRAÎCHE",
+        "oat",
+        "oat milk",
+        "milk oat",
+        "oat bars honey",
+        "vanilla",
+        "madagascar",
+        "haagen",
+        "elan",
+        "12",
+        "pieces",
+        "almond",
+        "honey & almond",
+        "dairy",
+        "zzz",
+        "name:x",
+        "\"tricky\"",
+        "AND",
+        "NOT name",
+        "(quoted)",
+        "500",
+        "brûlée",
+        "brulee",
+        "gone",
+    ];
+    for query in queries {
+        let mut local: Vec<i64> = catalog.search_products(query, 0, 100).await.unwrap().iter().map(|p| p.id).collect();
+        let mut server: Vec<i64> = pe_core::catalog::server_search::search_ids(&remote, query, 0, 100).await.unwrap();
+        local.sort_unstable();
+        server.sort_unstable();
+        assert_eq!(server, local, "{query:?}: the server found {server:?}, SQLite {local:?}");
+        assert!(!server.contains(&deleted), "{query:?}");
+    }
+    // What the examples promise, spelled out.
+    let found = |q: &'static str| {
+        let remote = &remote;
+        async move { pe_core::catalog::server_search::search_ids(remote, q, 0, 100).await.unwrap() }
+    };
+    assert_eq!(found("creme").await.len(), 2, "Crème fraîche and Creme brulee kit, not the deleted one");
+    assert_eq!(found("creme").await[0], 1, "a name match ranks first");
+    assert!(found("   ").await.is_empty());
 }

@@ -69,12 +69,14 @@ pub mod copy;
 mod db_thread;
 mod error;
 pub mod export;
+pub mod leases;
 mod listing;
 pub mod migrations;
 pub(crate) mod queries;
 pub mod records;
 mod revisions;
 pub mod server;
+pub mod server_search;
 pub(crate) mod tx;
 mod usage;
 

@@ -36,6 +36,8 @@ pub const SERVER_MIGRATIONS: &[Migration] = &[
         name: "pg/0002_barcodes_indexes_product_photos",
         sql: include_str!("migrations/pg/0002_barcodes_indexes_product_photos.sql"),
     },
+    Migration { version: 3, name: "pg/0003_leases", sql: include_str!("migrations/pg/0003_leases.sql") },
+    Migration { version: 4, name: "pg/0004_search", sql: include_str!("migrations/pg/0004_search.sql") },
 ];
 
 /// The server schema version this build writes.
