@@ -54,6 +54,8 @@ const T0: i64 = 1_760_000_000_000;
 const YEAR_MS: i64 = 365 * 24 * 3600 * 1000;
 
 const SEARCH_P95_MS: f64 = 5.0;
+/// Issue 13's target for the same search on the PostgreSQL server.
+const SERVER_SEARCH_P95_MS: f64 = 10.0;
 const FIRST_PAGE_MS: f64 = 50.0;
 const EXPORT_S: f64 = 2.0;
 
@@ -163,6 +165,46 @@ async fn run(products: u32, keep: Option<PathBuf>, migration: bool) -> bool {
         samples.push(t.elapsed());
     }
     rows.push(Row::stats("search_products (no total), 200 queries", &Stats::of(&samples)));
+
+    // The same catalog on PostgreSQL (issue 13), when a server is given (`scripts/with-postgres`
+    // exports its URL): copied with `catalog copy`'s code, then the same queries through the
+    // server's search (a page of 50 ids, no total).
+    if std::env::var_os(pe_core::catalog::server::testing::ENV_TEST_URL).is_some() {
+        let url = pe_core::catalog::server::testing::fresh_database("bench").await;
+        let server = pe_core::catalog::server::CatalogUrl::parse(&url).unwrap();
+        let no_env = |_: &str| None;
+        let t = Instant::now();
+        let copied = pe_core::catalog::copy::copy_catalog(
+            &pe_core::catalog::server::CatalogUrl::Sqlite(path.clone()),
+            &server,
+            &no_env,
+        )
+        .await
+        .expect("copy to the server");
+        println!("copied to the server in {:.1} s ({} tables)", t.elapsed().as_secs_f64(), copied.tables.len());
+        let pe_core::catalog::server::CatalogUrl::Server(server_url) = &server else { unreachable!() };
+        let remote = pe_core::catalog::server::ServerCatalog::connect_with(server_url, &no_env, None).await.unwrap();
+        let mut samples = Vec::new();
+        for q in &queries {
+            std::hint::black_box(pe_core::catalog::server_search::search_ids(&remote, q, 0, 50).await.unwrap());
+        }
+        for _ in 0..SEARCH_ROUNDS {
+            for q in &queries {
+                let t = Instant::now();
+                std::hint::black_box(pe_core::catalog::server_search::search_ids(&remote, q, 0, 50).await.unwrap());
+                samples.push(t.elapsed());
+            }
+        }
+        let server_search = Stats::of(&samples);
+        rows.push(Row::stats(
+            &format!("server (PostgreSQL) search, {QUERIES} queries × {SEARCH_ROUNDS}, first 50 ids"),
+            &server_search,
+        ));
+        verdicts.push((
+            format!("server search p95 {:.2} ms ≤ {SERVER_SEARCH_P95_MS} ms", ms(server_search.p95)),
+            ms(server_search.p95) <= SERVER_SEARCH_P95_MS,
+        ));
+    }
     let short: Vec<String> = queries
         .iter()
         .flat_map(|q| q.split(' '))
