@@ -716,6 +716,6 @@ async fn search_on_the_server_finds_what_sqlite_finds() {
         async move { pe_core::catalog::server_search::search_ids(remote, q, 0, 100).await.unwrap() }
     };
     assert_eq!(found("creme").await.len(), 2, "Crème fraîche and Creme brulee kit, not the deleted one");
-    assert_eq!(found("creme").await[0], 1, "a name match ranks first");
+    assert_eq!(found("cream").await, [6, 1], "a name match (ice cream) before a description's");
     assert!(found("   ").await.is_empty());
 }
