@@ -183,21 +183,23 @@ async fn run(products: u32, keep: Option<PathBuf>, migration: bool) -> bool {
         .expect("copy to the server");
         println!("copied to the server in {:.1} s ({} tables)", t.elapsed().as_secs_f64(), copied.tables.len());
         let pe_core::catalog::server::CatalogUrl::Server(server_url) = &server else { unreachable!() };
-        let remote = pe_core::catalog::server::ServerCatalog::connect_with(server_url, &no_env, None).await.unwrap();
+        let remote = Catalog::on_server(
+            pe_core::catalog::server::ServerCatalog::connect_with(server_url, &no_env, None).await.unwrap(),
+        );
         let mut samples = Vec::new();
         for q in &queries {
-            std::hint::black_box(pe_core::catalog::server_search::search_ids(&remote, q, 0, 50).await.unwrap());
+            std::hint::black_box(remote.search_products(q, 0, 50).await.unwrap());
         }
         for _ in 0..SEARCH_ROUNDS {
             for q in &queries {
                 let t = Instant::now();
-                std::hint::black_box(pe_core::catalog::server_search::search_ids(&remote, q, 0, 50).await.unwrap());
+                std::hint::black_box(remote.search_products(q, 0, 50).await.unwrap());
                 samples.push(t.elapsed());
             }
         }
         let server_search = Stats::of(&samples);
         rows.push(Row::stats(
-            &format!("server (PostgreSQL) search, {QUERIES} queries × {SEARCH_ROUNDS}, first 50 ids"),
+            &format!("server (PostgreSQL) search, {QUERIES} queries × {SEARCH_ROUNDS}, first 50 rows"),
             &server_search,
         ));
         verdicts.push((

@@ -669,7 +669,7 @@ async fn search_on_the_server_finds_what_sqlite_finds() {
     let server_url = fresh_database("search").await;
     let server = CatalogUrl::parse(&server_url).unwrap();
     copy::copy_catalog(&CatalogUrl::Sqlite(path.clone()), &server, &no_env).await.unwrap();
-    let remote = connect(&server_url).await.unwrap();
+    let remote = Catalog::on_server(connect(&server_url).await.unwrap());
 
     let queries = [
         "creme",
@@ -704,7 +704,7 @@ async fn search_on_the_server_finds_what_sqlite_finds() {
     ];
     for query in queries {
         let mut local: Vec<i64> = catalog.search_products(query, 0, 100).await.unwrap().iter().map(|p| p.id).collect();
-        let mut server: Vec<i64> = pe_core::catalog::server_search::search_ids(&remote, query, 0, 100).await.unwrap();
+        let mut server: Vec<i64> = remote.search_products(query, 0, 100).await.unwrap().iter().map(|p| p.id).collect();
         local.sort_unstable();
         server.sort_unstable();
         assert_eq!(server, local, "{query:?}: the server found {server:?}, SQLite {local:?}");
@@ -713,7 +713,7 @@ async fn search_on_the_server_finds_what_sqlite_finds() {
     // What the examples promise, spelled out.
     let found = |q: &'static str| {
         let remote = &remote;
-        async move { pe_core::catalog::server_search::search_ids(remote, q, 0, 100).await.unwrap() }
+        async move { remote.search_products(q, 0, 100).await.unwrap().iter().map(|p| p.id).collect::<Vec<i64>>() }
     };
     assert_eq!(found("creme").await.len(), 2, "Crème fraîche and Creme brulee kit, not the deleted one");
     assert_eq!(found("cream").await, [6, 1], "a name match (ice cream) before a description's");

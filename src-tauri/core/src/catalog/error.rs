@@ -55,14 +55,20 @@ pub enum CatalogError {
     /// The catalog thread is gone (it cannot accept jobs any more).
     #[error("the catalog is closed")]
     Closed,
-    /// The catalog is on a PostgreSQL server, which the `Catalog` API does not work on yet (only
-    /// `product-extractor catalog check` does). `url` has its password masked.
+    /// The catalog is on a PostgreSQL server, where this operation does not work yet (browsing,
+    /// searching, showing, editing and exporting products do; see
+    /// [`super::server::SERVER_OPERATIONS`]). `url` has its password masked.
     #[error(
-        "the team catalog on a PostgreSQL server ({url}) is not yet supported for {operation}: only \
-         `product-extractor catalog check` (and `catalog copy --from … --to …`) works with it today; to \
-         use the local catalog, remove --catalog, PRODUCT_EXTRACTOR_CATALOG_URL or [catalog] url"
+        "the team catalog on a PostgreSQL server ({url}) does not support {operation} yet: on a server \
+         catalog, products can be listed, searched, shown, edited, deleted and exported, and \
+         `catalog check` / `catalog copy` work; for {operation}, use the local catalog (remove \
+         --catalog, PRODUCT_EXTRACTOR_CATALOG_URL or [catalog] url)"
     )]
     ServerNotSupported { operation: String, url: String },
+    /// The server catalog failed (unreachable, refused, a statement failed); the message says
+    /// what to check.
+    #[error(transparent)]
+    Server(#[from] super::server::ServerError),
     /// A job panicked on the catalog thread. Its transaction was rolled back and the catalog keeps
     /// serving later calls.
     #[error("a catalog operation panicked: {message}")]
@@ -78,6 +84,7 @@ impl CatalogError {
 impl Coded for CatalogError {
     fn code(&self) -> ErrorCode {
         match self {
+            Self::Server(e) => e.code(),
             Self::NotFound { .. } | Self::Deleted { .. } => ErrorCode::NotFound,
             Self::Invalid { .. } | Self::RestoreRefused { .. } => ErrorCode::Validation,
             Self::Conflict { .. } => ErrorCode::RevisionConflict,

@@ -183,7 +183,7 @@ impl Catalog {
     /// read (see the [module docs](self)). Runs on the catalog thread in one read transaction;
     /// other jobs wait until it finishes. `out` is flushed at the end.
     pub async fn export(&self, format: ExportFormat, out: Box<dyn Write + Send>) -> Result<ExportSummary, ExportError> {
-        self.run(move |conn| Ok(export_rows(conn, format, out))).await?
+        self.run("exporting", move |conn| Ok(export_rows(conn, format, out))).await?
     }
 
     /// [`Self::export`] into the file `path`, written as `path.tmp` and renamed once complete, so

@@ -207,28 +207,12 @@ impl Plan {
         let sql =
             format!("SELECT {id}, {RANK} {} ORDER BY {id} DESC LIMIT {}", self.matching(false), RANKED_MATCHES + 1);
         let mut stmt = conn.prepare_cached(&sql)?;
-        let mut newest: Vec<(ProductId, f64)> = stmt
+        let newest: Vec<(ProductId, f64)> = stmt
             .query_map(params_from_iter(&self.values), |row| Ok((row.get(0)?, row.get(1)?)))?
             .collect::<Result<_, _>>()?;
-        let ranked_count = RANKED_MATCHES as usize;
-        let cutoff = (newest.len() > ranked_count).then(|| {
-            newest.truncate(ranked_count);
-            newest[ranked_count - 1].0
-        });
-        // Best first: bm25 is lower for a better match; equal scores, the newer product first.
-        newest.sort_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
-        let mut ranked: Vec<ProductId> = newest.into_iter().map(|(id, _)| id).collect();
+        let (ranked, cutoff) = rank(newest);
         let desc = self.direction == SortDirection::Desc;
-        if !desc {
-            ranked.reverse();
-        }
-        let window = |ids: &[ProductId], skip: u64, take: u64| -> Vec<ProductId> {
-            ids.iter()
-                .skip(usize::try_from(skip).unwrap_or(usize::MAX))
-                .take(usize::try_from(take).unwrap_or(usize::MAX))
-                .copied()
-                .collect()
-        };
+        let ranked: Vec<ProductId> = if desc { ranked } else { ranked.into_iter().rev().collect() };
         let Some(cutoff) = cutoff else {
             // Every match is ranked, and now counted.
             return Ok((window(&ranked, offset, limit), Some(ranked.len() as u64)));
@@ -289,6 +273,29 @@ impl Plan {
         let ids = stmt.query_map(params_from_iter(&values), |row| row.get(0))?.collect::<Result<_, _>>()?;
         Ok(ids)
     }
+}
+
+/// Relevance's order of the newest matches (up to [`RANKED_MATCHES`] + 1, each with a score that
+/// is lower for a better match): best first, equal scores the newer product first; and, when
+/// more matched than are ranked, the oldest ranked id (the older matches follow it, newest
+/// first). Both backends rank this way.
+pub(super) fn rank(mut newest: Vec<(ProductId, f64)>) -> (Vec<ProductId>, Option<ProductId>) {
+    let ranked_count = RANKED_MATCHES as usize;
+    let cutoff = (newest.len() > ranked_count).then(|| {
+        newest.truncate(ranked_count);
+        newest.iter().map(|(id, _)| *id).min().unwrap_or(ProductId::MAX)
+    });
+    newest.sort_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
+    (newest.into_iter().map(|(id, _)| id).collect(), cutoff)
+}
+
+/// `take` ids after skipping `skip`.
+pub(super) fn window(ids: &[ProductId], skip: u64, take: u64) -> Vec<ProductId> {
+    ids.iter()
+        .skip(usize::try_from(skip).unwrap_or(usize::MAX))
+        .take(usize::try_from(take).unwrap_or(usize::MAX))
+        .copied()
+        .collect()
 }
 
 /// The ORDER BY of a sort of `products p` (relevance without text is by update); ties by id in
@@ -355,7 +362,7 @@ fn summary_row(row: &Row<'_>) -> rusqlite::Result<ProductSummary> {
 /// literal, so operators (`AND`, `NOT`, `NEAR`), `*`, `(`, `-`, `:` and column filters in the
 /// input are searched as text, never parsed. Terms with no letter or digit (which the tokenizer
 /// would drop) are skipped; `None` when nothing searchable is left.
-fn fts_query(text: &str) -> Option<String> {
+pub(super) fn fts_query(text: &str) -> Option<String> {
     let terms: Vec<String> = text
         .split_whitespace()
         .filter(|term| term.chars().any(char::is_alphanumeric))

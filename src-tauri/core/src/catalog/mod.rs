@@ -76,7 +76,9 @@ pub(crate) mod queries;
 pub mod records;
 mod revisions;
 pub mod server;
-pub mod server_search;
+pub mod server_changes;
+mod server_listing;
+mod server_products;
 pub(crate) mod tx;
 mod usage;
 
@@ -113,22 +115,28 @@ pub const FILE_NAME: &str = "catalog.sqlite3";
 /// How long a statement waits for a lock held by another connection (another process, a backup).
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A handle to the catalog. Cloning is cheap and every clone talks to the same thread.
+/// A handle to the catalog: a SQLite file (the default) or a team catalog on a PostgreSQL server
+/// (issue 13). Cloning is cheap and every clone talks to the same thread or pool. The methods are
+/// the same for both; the ones a server catalog does not support yet return
+/// [`CatalogError::ServerNotSupported`] (see [`server::SERVER_OPERATIONS`]).
 #[derive(Clone)]
 pub struct Catalog {
     shared: Arc<Shared>,
 }
 
-struct Shared {
-    /// Where jobs go. The catalog thread ends when the last sender, held here, is dropped.
-    jobs: mpsc::Sender<db_thread::Job>,
-    /// The database file, for diagnostics.
-    path: PathBuf,
+enum Shared {
+    Local {
+        /// Where jobs go. The catalog thread ends when the last sender, held here, is dropped.
+        jobs: mpsc::Sender<db_thread::Job>,
+        /// The database file, for diagnostics.
+        path: PathBuf,
+    },
+    Server(server::ServerCatalog),
 }
 
 impl std::fmt::Debug for Catalog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Catalog").field("path", &self.shared.path).finish()
+        f.debug_struct("Catalog").field("at", &self.location()).finish()
     }
 }
 
@@ -167,55 +175,121 @@ impl Catalog {
         }
         tracing::info!(path = %path.display(), ?applied, version = SCHEMA_VERSION, "catalog open");
         let jobs = db_thread::spawn(conn).map_err(CatalogError::Spawn)?;
-        Ok(Catalog { shared: Arc::new(Shared { jobs, path: path.into() }) })
+        Ok(Catalog { shared: Arc::new(Shared::Local { jobs, path: path.into() }) })
     }
 
-    /// The database file.
+    /// Opens the catalog at `url`: a SQLite file as [`Catalog::open_with`] does (on the blocking
+    /// pool), or a server catalog, connected and migrated ([`server::ServerCatalog::migrate`],
+    /// once under an advisory lock whatever the number of desktops starting). `env` and `home`
+    /// are where the server's password may be (`PGPASSWORD`, `~/.pgpass`).
+    pub async fn open_url(
+        url: &server::CatalogUrl,
+        env: server::EnvFn<'_>,
+        home: Option<&Path>,
+    ) -> Result<Catalog, CatalogError> {
+        match url {
+            server::CatalogUrl::Sqlite(path) => {
+                let path = path.clone();
+                tokio::task::spawn_blocking(move || Self::open(&path))
+                    .await
+                    .map_err(|e| CatalogError::Panicked { message: e.to_string() })?
+            }
+            server::CatalogUrl::Server(url) => {
+                let catalog = server::ServerCatalog::connect_with(url, env, home).await?;
+                catalog.migrate().await?;
+                Ok(Self::on_server(catalog))
+            }
+        }
+    }
+
+    /// A handle on a connected (and migrated) server catalog.
+    pub fn on_server(catalog: server::ServerCatalog) -> Catalog {
+        tracing::info!(url = %catalog.url(), "server catalog open");
+        Catalog { shared: Arc::new(Shared::Server(catalog)) }
+    }
+
+    /// The database file; `None` for a server catalog.
+    pub fn file(&self) -> Option<&Path> {
+        match &*self.shared {
+            Shared::Local { path, .. } => Some(path),
+            Shared::Server(_) => None,
+        }
+    }
+
+    /// The database file. Panics on a server catalog: callers that may have one use
+    /// [`Self::file`] (the import queue's lock, backups, benches of the file size).
     pub fn path(&self) -> &Path {
-        &self.shared.path
+        self.file().expect("the catalog is a SQLite file")
     }
 
-    /// The file's schema version (`PRAGMA user_version`); [`SCHEMA_VERSION`] once open.
+    /// Where the catalog is, for people: the file's path, or the server's URL (password masked).
+    pub fn location(&self) -> String {
+        match &*self.shared {
+            Shared::Local { path, .. } => path.display().to_string(),
+            Shared::Server(server) => server.url().to_string(),
+        }
+    }
+
+    /// The server catalog, when this is one.
+    pub fn server(&self) -> Option<&server::ServerCatalog> {
+        match &*self.shared {
+            Shared::Local { .. } => None,
+            Shared::Server(server) => Some(server),
+        }
+    }
+
+    /// The changes saved to a server catalog by any desktop (this one too), as they commit; `None`
+    /// for a SQLite catalog, which one desktop has to itself. The first subscriber starts the
+    /// listener (call it inside the tokio runtime).
+    pub fn subscribe_changes(&self) -> Option<tokio::sync::broadcast::Receiver<server_changes::CatalogChange>> {
+        self.server().map(|server| server.changes.subscribe(server.config()))
+    }
+
+    /// The catalog's schema version: SQLite's `PRAGMA user_version` ([`SCHEMA_VERSION`] once
+    /// open), or the server's ([`server::SERVER_SCHEMA_VERSION`]).
     pub async fn schema_version(&self) -> Result<u32, CatalogError> {
-        self.run(|conn| Ok(migrations::schema_version(conn)?)).await
+        if let Some(server) = self.server() {
+            return Ok(server.schema_version().await?);
+        }
+        self.run("the schema version", |conn| Ok(migrations::schema_version(conn)?)).await
     }
 
     /// Records a photo, or, if the same bytes (SHA-256) were recorded before, returns that photo
     /// and updates where it was last seen.
     pub async fn record_photo(&self, photo: NewPhoto) -> Result<PhotoId, CatalogError> {
-        self.run(move |conn| queries::record_photo(conn, &photo)).await
+        self.run("extracting photos", move |conn| queries::record_photo(conn, &photo)).await
     }
 
     /// Appends an attempt to the audit trail. `NotFound` if the photo does not exist.
     pub async fn record_attempt(&self, attempt: NewAttempt) -> Result<AttemptId, CatalogError> {
-        self.run(move |conn| queries::record_attempt(conn, &attempt)).await
+        self.run("extracting photos", move |conn| queries::record_attempt(conn, &attempt)).await
     }
 
     /// The photo's attempts, oldest first.
     pub async fn attempts(&self, photo: PhotoId) -> Result<Vec<AttemptRecord>, CatalogError> {
-        self.run(move |conn| queries::attempts(conn, photo)).await
+        self.run("a photo's attempts", move |conn| queries::attempts(conn, photo)).await
     }
 
     /// Tokens and cost per local day and model from `since` (unix ms), oldest first;
     /// `utc_offset_ms` is the local time's offset from UTC.
     pub async fn usage_by_day(&self, since: i64, utc_offset_ms: i64) -> Result<Vec<UsageDay>, CatalogError> {
-        self.run(move |conn| usage::usage_by_day(conn, since, utc_offset_ms)).await
+        self.run("the cost report", move |conn| usage::usage_by_day(conn, since, utc_offset_ms)).await
     }
 
     /// Tokens and cost of the attempts started in `[from, to)` (unix ms).
     pub async fn spent_between(&self, from: i64, to: i64) -> Result<CostTotal, CatalogError> {
-        self.run(move |conn| usage::spent_between(conn, from, to)).await
+        self.run("the cost report", move |conn| usage::spent_between(conn, from, to)).await
     }
 
     /// Tokens and cost of every attempt for a photo.
     pub async fn photo_cost(&self, photo: PhotoId) -> Result<CostTotal, CatalogError> {
-        self.run(move |conn| usage::photo_cost(conn, photo)).await
+        self.run("the cost report", move |conn| usage::photo_cost(conn, photo)).await
     }
 
     /// The average of the newest billed calls to `model` (the id called); `None` before the first.
     pub async fn measured_call(&self, model: &str) -> Result<Option<MeasuredCall>, CatalogError> {
         let model = model.to_string();
-        self.run(move |conn| usage::measured_call(conn, &model)).await
+        self.run("the cost estimate", move |conn| usage::measured_call(conn, &model)).await
     }
 
     /// Saves the reviewer's product for a photo, in one transaction, as a new revision (source
@@ -229,7 +303,7 @@ impl Catalog {
     /// Refused: a product with invalid fields (`Invalid`, naming them), an attempt of another
     /// photo (`Invalid`), a missing photo or attempt (`NotFound`).
     pub async fn save_product(&self, save: SaveProduct) -> Result<ProductRecord, CatalogError> {
-        self.run(move |conn| queries::save_product(conn, &save)).await
+        self.run("saving a reviewed product", move |conn| queries::save_product(conn, &save)).await
     }
 
     /// Saves an edit of a product as a new revision, if nobody saved it since the editor opened
@@ -244,7 +318,10 @@ impl Catalog {
     /// (`NotFound`); a deleted product ([`CatalogError::Deleted`], code `not_found`: undo the
     /// delete first).
     pub async fn update_product(&self, update: UpdateProduct) -> Result<ProductRecord, CatalogError> {
-        self.run(move |conn| revisions::update_product(conn, &update)).await
+        if let Some(server) = self.server() {
+            return server_products::update_product(server, &update).await;
+        }
+        self.run("editing a product", move |conn| revisions::update_product(conn, &update)).await
     }
 
     /// Every revision of a product (deleted or not), newest first, each with what it changed:
@@ -254,7 +331,10 @@ impl Catalog {
     ///
     /// Refused: a missing product (`NotFound`).
     pub async fn history(&self, id: ProductId) -> Result<Vec<RevisionRecord>, CatalogError> {
-        self.run(move |conn| revisions::history(conn, id)).await
+        if let Some(server) = self.server() {
+            return server_products::history(server, id).await;
+        }
+        self.run("a product's history", move |conn| revisions::history(conn, id)).await
     }
 
     /// Deletes a product softly: it leaves lists, search, counts and exports, keeps its history
@@ -268,8 +348,11 @@ impl Catalog {
         deleted_by: &str,
         at: i64,
     ) -> Result<ProductRecord, CatalogError> {
+        if let Some(server) = self.server() {
+            return server_products::delete_product(server, id, deleted_by, at).await;
+        }
         let by = deleted_by.to_owned();
-        self.run(move |conn| revisions::delete_product(conn, id, &by, at)).await
+        self.run("deleting a product", move |conn| revisions::delete_product(conn, id, &by, at)).await
     }
 
     /// Undoes [`Self::delete_product`]. The revision does not change; who undid it and when is
@@ -279,8 +362,11 @@ impl Catalog {
     /// product whose photo has another extracted product now (`Invalid`; cannot happen through
     /// this API, since saving the photo again undeletes the deleted product instead).
     pub async fn undelete_product(&self, id: ProductId, by: &str, at: i64) -> Result<ProductRecord, CatalogError> {
+        if let Some(server) = self.server() {
+            return server_products::undelete_product(server, id, by, at).await;
+        }
         let by = by.to_owned();
-        self.run(move |conn| revisions::undelete_product(conn, id, &by, at)).await
+        self.run("undoing a delete", move |conn| revisions::undelete_product(conn, id, &by, at)).await
     }
 
     /// Copies a product into a new one for the same photo: `duplicate_of` = `id`, revision 1
@@ -289,21 +375,30 @@ impl Catalog {
     ///
     /// Refused: a missing product (`NotFound`), a deleted one ([`CatalogError::Deleted`]).
     pub async fn duplicate_product(&self, id: ProductId, by: &str, at: i64) -> Result<ProductRecord, CatalogError> {
+        if let Some(server) = self.server() {
+            return server_products::duplicate_product(server, id, by, at).await;
+        }
         let by = by.to_owned();
-        self.run(move |conn| revisions::duplicate_product(conn, id, &by, at)).await
+        self.run("duplicating a product", move |conn| revisions::duplicate_product(conn, id, &by, at)).await
     }
 
     /// One page of the catalog table and how many live products match in all (see
     /// [`ProductQuery`]): the text search of [`Self::search_products`], the filters, the sort.
     /// Deleted products never appear.
     pub async fn query_products(&self, query: ProductQuery) -> Result<ProductPage, CatalogError> {
-        self.run(move |conn| listing::query_products(conn, &query)).await
+        if let Some(server) = self.server() {
+            return server_listing::query_products(server, &query).await;
+        }
+        self.run("the catalog table", move |conn| listing::query_products(conn, &query)).await
     }
 
     /// The categories and brands of live products with their counts, most common first (then by
     /// value), for the catalog's filters.
     pub async fn facets(&self) -> Result<Facets, CatalogError> {
-        self.run(listing::facets).await
+        if let Some(server) = self.server() {
+            return server_listing::facets(server).await;
+        }
+        self.run("the catalog filters", listing::facets).await
     }
 
     /// Live products, most recently updated first.
@@ -315,7 +410,10 @@ impl Catalog {
             limit,
             ..Default::default()
         };
-        self.run(move |conn| listing::query_rows(conn, &query)).await
+        if let Some(server) = self.server() {
+            return server_listing::query_rows(server, &query).await;
+        }
+        self.run("listing products", move |conn| listing::query_rows(conn, &query)).await
     }
 
     /// Live products matching the user's text, best match first (name matches above brand,
@@ -333,34 +431,52 @@ impl Catalog {
         limit: u32,
     ) -> Result<Vec<ProductSummary>, CatalogError> {
         let query = ProductQuery { text: query.to_owned(), offset, limit, ..Default::default() };
-        self.run(move |conn| listing::query_rows(conn, &query)).await
+        if let Some(server) = self.server() {
+            return server_listing::query_rows(server, &query).await;
+        }
+        self.run("search", move |conn| listing::query_rows(conn, &query)).await
     }
 
     /// One product, deleted or not (see [`ProductRecord::deleted_at`]); `NotFound` if it does not
     /// exist.
     pub async fn get_product(&self, id: ProductId) -> Result<ProductRecord, CatalogError> {
-        self.run(move |conn| queries::get_product(conn, id)).await
+        if let Some(server) = self.server() {
+            return server_products::get_product(server, id).await;
+        }
+        self.run("showing a product", move |conn| queries::get_product(conn, id)).await
     }
 
     /// Every photo of a product, in the order they were sent (its first, then `product_photos`).
     pub async fn product_photos(&self, id: ProductId) -> Result<Vec<PhotoRef>, CatalogError> {
-        self.run(move |conn| queries::product_photos(conn, id)).await
+        if let Some(server) = self.server() {
+            return server_products::product_photos(server, id).await;
+        }
+        self.run("a product's photos", move |conn| queries::product_photos(conn, id)).await
     }
 
     /// A photo's thumbnail as a `data:` URL; `None` when there is no such photo.
     pub async fn photo_thumbnail(&self, photo: PhotoId) -> Result<Option<String>, CatalogError> {
-        self.run(move |conn| queries::photo_thumbnail(conn, photo)).await
+        if let Some(server) = self.server() {
+            return server_products::photo_thumbnail(server, photo).await;
+        }
+        self.run("photo thumbnails", move |conn| queries::photo_thumbnail(conn, photo)).await
     }
 
     /// The product extracted from a photo (not a duplicate), deleted or not: the one a new save of
     /// the photo updates.
     pub async fn product_for_photo(&self, photo: PhotoId) -> Result<Option<ProductId>, CatalogError> {
-        self.run(move |conn| queries::product_for_photo(conn, photo)).await
+        if let Some(server) = self.server() {
+            return server_products::product_for_photo(server, photo).await;
+        }
+        self.run("saving a reviewed product", move |conn| queries::product_for_photo(conn, photo)).await
     }
 
     /// How many live (not deleted) products the catalog holds.
     pub async fn count_products(&self) -> Result<u64, CatalogError> {
-        self.run(|conn| listing::count_live(conn)).await
+        if let Some(server) = self.server() {
+            return server_listing::count_live(server).await;
+        }
+        self.run("counting products", |conn| listing::count_live(conn)).await
     }
 
     /// Copies the whole catalog to `path` with SQLite's online backup API, as one consistent
@@ -371,8 +487,8 @@ impl Catalog {
     /// Refused: `path` naming the live catalog file (`Invalid`). Fails with `File`/`CreateDir`
     /// (code `io`) or `Sqlite` when the disk does.
     pub async fn backup_to(&self, path: &Path) -> Result<BackupSummary, CatalogError> {
-        let (live, target) = (self.shared.path.clone(), path.to_path_buf());
-        self.run(move |conn| backup::backup_to(conn, &live, &target)).await
+        let (live, target) = (self.path().to_path_buf(), path.to_path_buf());
+        self.run("backups (the server has its own: pg_dump)", move |conn| backup::backup_to(conn, &live, &target)).await
     }
 
     /// Replaces the catalog with the backup at `path`, after a safety copy of the current
@@ -387,8 +503,8 @@ impl Catalog {
     /// newer app (schema version above [`SCHEMA_VERSION`]), a SQLite file that is not a catalog
     /// (or has another page size).
     pub async fn restore_from(&self, path: &Path, at: i64) -> Result<RestoreSummary, CatalogError> {
-        let (live, source) = (self.shared.path.clone(), path.to_path_buf());
-        self.run(move |conn| backup::restore_from(conn, &live, &source, at)).await
+        let (live, source) = (self.path().to_path_buf(), path.to_path_buf());
+        self.run("restoring a backup", move |conn| backup::restore_from(conn, &live, &source, at)).await
     }
 
     /// Runs `f` with the connection on the catalog thread: for diagnostics (`PRAGMA
@@ -399,16 +515,27 @@ impl Catalog {
         R: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<R, CatalogError> + Send + 'static,
     {
-        self.run(f).await
+        self.run("the import queue", f).await
     }
 
-    async fn run<R, F>(&self, f: F) -> Result<R, CatalogError>
+    /// Runs `f` on the SQLite catalog's thread; on a server catalog, the typed refusal of
+    /// `operation` (what the user asked for, in words).
+    async fn run<R, F>(&self, operation: &str, f: F) -> Result<R, CatalogError>
     where
         R: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<R, CatalogError> + Send + 'static,
     {
+        let jobs = match &*self.shared {
+            Shared::Local { jobs, .. } => jobs,
+            Shared::Server(server) => {
+                return Err(CatalogError::ServerNotSupported {
+                    operation: operation.to_string(),
+                    url: server.url().to_string(),
+                })
+            }
+        };
         let (job, reply) = db_thread::job(f);
-        self.shared.jobs.send(job).map_err(|_| CatalogError::Closed)?;
+        jobs.send(job).map_err(|_| CatalogError::Closed)?;
         reply.await.map_err(|_| CatalogError::Closed)?
     }
 }

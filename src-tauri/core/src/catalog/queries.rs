@@ -319,42 +319,97 @@ pub(super) fn insert_revision(conn: &Connection, id: ProductId, source: Revision
     Ok(())
 }
 
-pub(super) fn get_product(conn: &Connection, id: ProductId) -> Result<ProductRecord, CatalogError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT p.id, p.photo_id, p.attempt_id, p.proposed_json, p.saved_json, p.revision, p.created_at,
-                p.updated_at, ph.sha256, ph.original_path, ph.thumbnail_jpeg, p.updated_by, p.duplicate_of,
-                p.deleted_at, p.deleted_by, ph.original_path_bytes, a.barcodes_json
-         FROM products p JOIN photos ph ON ph.id = p.photo_id LEFT JOIN attempts a ON a.id = p.attempt_id
-         WHERE p.id = ?1",
-    )?;
-    stmt.query_row([id], |row| {
-        let saved = json_column::<Product>(row, 4)?.ok_or_else(|| conversion_error(4, "saved_json is NULL".into()))?;
-        let proposed: Option<Product> = json_column(row, 3)?;
-        let barcodes: Vec<Barcode> = json_column(row, 16)?.unwrap_or_default();
+/// The columns [`get_product`] reads, in this order (both backends' SELECT lists).
+/// The JSON columns are read as text (`CAST` is the same in both dialects; the server's are `json`).
+pub(super) const PRODUCT_RECORD_COLUMNS: &str = "p.id, p.photo_id, p.attempt_id, CAST(p.proposed_json AS TEXT), \
+     CAST(p.saved_json AS TEXT), p.revision, p.created_at, p.updated_at, ph.sha256, ph.original_path, \
+     ph.thumbnail_jpeg, p.updated_by, p.duplicate_of, p.deleted_at, p.deleted_by, ph.original_path_bytes, \
+     CAST(a.barcodes_json AS TEXT)";
+
+/// FROM and JOINs of [`PRODUCT_RECORD_COLUMNS`].
+pub(super) const PRODUCT_RECORD_FROM: &str =
+    "products p JOIN photos ph ON ph.id = p.photo_id LEFT JOIN attempts a ON a.id = p.attempt_id";
+
+/// A product's row as stored (either backend), before it becomes a [`ProductRecord`]: the one
+/// place the record's derived parts (flags, where the GTIN came from) are worked out.
+pub(super) struct StoredProduct {
+    pub id: ProductId,
+    pub photo_id: PhotoId,
+    pub attempt_id: Option<AttemptId>,
+    pub proposed_json: Option<String>,
+    pub saved_json: String,
+    pub revision: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub sha256: String,
+    pub original_path: String,
+    pub thumbnail_jpeg: Vec<u8>,
+    pub updated_by: String,
+    pub duplicate_of: Option<ProductId>,
+    pub deleted_at: Option<i64>,
+    pub deleted_by: Option<String>,
+    pub original_path_bytes: Option<Vec<u8>>,
+    pub barcodes_json: Option<String>,
+}
+
+impl StoredProduct {
+    pub(super) fn into_record(self) -> Result<ProductRecord, CatalogError> {
+        let saved: Product = serde_json::from_str(&self.saved_json)?;
+        let proposed: Option<Product> = self.proposed_json.as_deref().map(serde_json::from_str).transpose()?;
+        let barcodes: Vec<Barcode> =
+            self.barcodes_json.as_deref().map(serde_json::from_str).transpose()?.unwrap_or_default();
         let proposed_gtin = proposed.as_ref().and_then(|p| p.gtin.as_deref());
         Ok(ProductRecord {
-            id: row.get(0)?,
-            photo_id: row.get(1)?,
-            attempt_id: row.get(2)?,
+            id: self.id,
+            photo_id: self.photo_id,
+            attempt_id: self.attempt_id,
             gtin_source: barcode::gtin_source(saved.gtin.as_deref(), proposed_gtin, &barcodes),
             proposed,
             flags: saved.validate(),
             saved,
-            revision: row.get(5)?,
-            created_at: row.get(6)?,
-            updated_at: row.get(7)?,
-            updated_by: row.get(11)?,
-            duplicate_of: row.get(12)?,
-            deleted_at: row.get(13)?,
-            deleted_by: row.get(14)?,
-            sha256: row.get(8)?,
-            original_path: row.get(9)?,
-            original_path_bytes: row.get::<_, Option<Vec<u8>>>(15)?.map(hex::encode),
-            thumbnail: thumbnail_url(row.get_ref(10)?.as_blob()?),
+            revision: u32::try_from(self.revision).unwrap_or(u32::MAX),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            updated_by: self.updated_by,
+            duplicate_of: self.duplicate_of,
+            deleted_at: self.deleted_at,
+            deleted_by: self.deleted_by,
+            sha256: self.sha256,
+            original_path: self.original_path,
+            original_path_bytes: self.original_path_bytes.map(hex::encode),
+            thumbnail: thumbnail_url(&self.thumbnail_jpeg),
         })
-    })
-    .optional()?
-    .ok_or(CatalogError::NotFound { what: "product", id })
+    }
+}
+
+pub(super) fn get_product(conn: &Connection, id: ProductId) -> Result<ProductRecord, CatalogError> {
+    let mut stmt =
+        conn.prepare_cached(&format!("SELECT {PRODUCT_RECORD_COLUMNS} FROM {PRODUCT_RECORD_FROM} WHERE p.id = ?1"))?;
+    let stored = stmt
+        .query_row([id], |row| {
+            Ok(StoredProduct {
+                id: row.get(0)?,
+                photo_id: row.get(1)?,
+                attempt_id: row.get(2)?,
+                proposed_json: row.get(3)?,
+                saved_json: row.get(4)?,
+                revision: row.get(5)?,
+                created_at: row.get(6)?,
+                updated_at: row.get(7)?,
+                sha256: row.get(8)?,
+                original_path: row.get(9)?,
+                thumbnail_jpeg: row.get(10)?,
+                updated_by: row.get(11)?,
+                duplicate_of: row.get(12)?,
+                deleted_at: row.get(13)?,
+                deleted_by: row.get(14)?,
+                original_path_bytes: row.get(15)?,
+                barcodes_json: row.get(16)?,
+            })
+        })
+        .optional()?
+        .ok_or(CatalogError::NotFound { what: "product", id })?;
+    stored.into_record()
 }
 
 /// The photo's extracted product (not a duplicate), deleted or not: saving the photo again

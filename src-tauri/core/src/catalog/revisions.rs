@@ -8,21 +8,102 @@
 
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
-use super::columns::{conversion_error, json_column};
 use super::queries::{attempt_of, get_product, insert_revision, refuse_invalid, ListingColumns};
 use super::records::*;
 use super::CatalogError;
 use crate::product::{diff, Product};
 
-/// What the write paths need to know about a product before changing it.
-struct Current {
-    photo_id: PhotoId,
-    revision: u32,
-    updated_by: String,
-    updated_at: i64,
-    duplicate_of: Option<ProductId>,
-    deleted_at: Option<i64>,
-    saved_json: String,
+/// What the write paths need to know about a product before changing it (both backends).
+pub(super) struct Current {
+    pub photo_id: PhotoId,
+    pub revision: u32,
+    pub updated_by: String,
+    pub updated_at: i64,
+    pub duplicate_of: Option<ProductId>,
+    pub deleted_at: Option<i64>,
+    pub saved_json: String,
+}
+
+impl Current {
+    /// The product if it is live, else [`CatalogError::Deleted`].
+    pub(super) fn live(self, id: ProductId) -> Result<Self, CatalogError> {
+        if self.deleted_at.is_some() {
+            return Err(CatalogError::Deleted { id });
+        }
+        Ok(self)
+    }
+
+    /// Nobody saved the product since the editor opened `expected`, else the conflict that says
+    /// who did.
+    pub(super) fn expect_revision(&self, id: ProductId, expected: u32) -> Result<(), CatalogError> {
+        if self.revision == expected {
+            return Ok(());
+        }
+        Err(CatalogError::Conflict {
+            id,
+            expected,
+            current: self.revision,
+            updated_by: self.updated_by.clone(),
+            updated_at: self.updated_at,
+        })
+    }
+
+    /// The proposal of `attempt` (of `photo`, with `proposal`) for this product (`id`): refused
+    /// when the attempt is another photo's or failed.
+    pub(super) fn proposal_of(
+        &self,
+        id: ProductId,
+        attempt: AttemptId,
+        photo: PhotoId,
+        proposal: Option<String>,
+    ) -> Result<String, CatalogError> {
+        if photo != self.photo_id {
+            return Err(CatalogError::invalid(
+                "attempt_id",
+                format!("attempt {attempt} belongs to photo {photo}, not to photo {} of product {id}", self.photo_id),
+            ));
+        }
+        proposal.ok_or_else(|| {
+            CatalogError::invalid("attempt_id", format!("attempt {attempt} failed; it has no proposal to keep"))
+        })
+    }
+}
+
+/// One stored revision, as read by either backend.
+pub(super) struct StoredRevision {
+    pub revision: u32,
+    pub source: String,
+    pub saved_by: String,
+    pub saved_at: i64,
+    pub saved_json: String,
+    pub proposed_json: Option<String>,
+}
+
+/// The history from the stored revisions (oldest first), newest first, each with what it
+/// changed: against the revision before, and for the first one kept against the proposal in
+/// force then.
+pub(super) fn history_of(stored: Vec<StoredRevision>) -> Result<Vec<RevisionRecord>, CatalogError> {
+    let mut history: Vec<RevisionRecord> = Vec::with_capacity(stored.len());
+    for row in stored {
+        let source = RevisionSource::parse(&row.source)
+            .ok_or_else(|| CatalogError::invalid("source", format!("unknown revision source {:?}", row.source)))?;
+        let saved: Product = serde_json::from_str(&row.saved_json)?;
+        let proposed: Option<Product> = row.proposed_json.as_deref().map(serde_json::from_str).transpose()?;
+        let changes = match history.last() {
+            Some(previous) => diff(Some(&previous.saved), &saved),
+            None => diff(proposed.as_ref(), &saved),
+        };
+        history.push(RevisionRecord {
+            revision: row.revision,
+            source,
+            saved_by: row.saved_by,
+            saved_at: row.saved_at,
+            saved,
+            changes,
+        });
+    }
+    history.reverse();
+    Ok(history)
 }
 
 fn current(conn: &Connection, id: ProductId) -> Result<Current, CatalogError> {
@@ -48,11 +129,7 @@ fn current(conn: &Connection, id: ProductId) -> Result<Current, CatalogError> {
 
 /// A live product, or `NotFound` / `Deleted`.
 fn live(conn: &Connection, id: ProductId) -> Result<Current, CatalogError> {
-    let current = current(conn, id)?;
-    if current.deleted_at.is_some() {
-        return Err(CatalogError::Deleted { id });
-    }
-    Ok(current)
+    current(conn, id)?.live(id)
 }
 
 pub(super) fn update_product(conn: &mut Connection, update: &UpdateProduct) -> Result<ProductRecord, CatalogError> {
@@ -62,35 +139,12 @@ pub(super) fn update_product(conn: &mut Connection, update: &UpdateProduct) -> R
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let id = update.id;
     let current = live(&tx, id)?;
-    if current.revision != update.expected_revision {
-        return Err(CatalogError::Conflict {
-            id,
-            expected: update.expected_revision,
-            current: current.revision,
-            updated_by: current.updated_by,
-            updated_at: current.updated_at,
-        });
-    }
+    current.expect_revision(id, update.expected_revision)?;
     let proposal = match update.attempt_id {
         None => None,
         Some(attempt) => {
             let (photo, proposal) = attempt_of(&tx, attempt)?;
-            if photo != current.photo_id {
-                return Err(CatalogError::invalid(
-                    "attempt_id",
-                    format!(
-                        "attempt {attempt} belongs to photo {photo}, not to photo {} of product {id}",
-                        current.photo_id
-                    ),
-                ));
-            }
-            let Some(proposal) = proposal else {
-                return Err(CatalogError::invalid(
-                    "attempt_id",
-                    format!("attempt {attempt} failed; it has no proposal to keep"),
-                ));
-            };
-            Some(proposal)
+            Some(current.proposal_of(id, attempt, photo, proposal)?)
         }
     };
     if proposal.is_none() && saved_json == current.saved_json {
@@ -132,30 +186,20 @@ pub(super) fn history(conn: &mut Connection, id: ProductId) -> Result<Vec<Revisi
     let tx = conn.transaction()?;
     current(&tx, id)?;
     let mut stmt = tx.prepare_cached(
-        "SELECT revision, source, saved_by, saved_at, saved_json, proposed_json
+        "SELECT revision, source, saved_by, saved_at, CAST(saved_json AS TEXT), CAST(proposed_json AS TEXT)
          FROM product_revisions WHERE product_id = ?1 ORDER BY revision",
     )?;
     let rows = stmt.query_map([id], |row| {
-        let source: String = row.get(1)?;
-        let source = RevisionSource::parse(&source)
-            .ok_or_else(|| conversion_error(1, format!("unknown revision source {source:?}")))?;
-        let saved: Product = json_column(row, 4)?.ok_or_else(|| conversion_error(4, "saved_json is NULL".into()))?;
-        let proposed: Option<Product> = json_column(row, 5)?;
-        Ok((row.get::<_, u32>(0)?, source, row.get::<_, String>(2)?, row.get::<_, i64>(3)?, saved, proposed))
+        Ok(StoredRevision {
+            revision: row.get(0)?,
+            source: row.get(1)?,
+            saved_by: row.get(2)?,
+            saved_at: row.get(3)?,
+            saved_json: row.get(4)?,
+            proposed_json: row.get(5)?,
+        })
     })?;
-    let mut history: Vec<RevisionRecord> = Vec::new();
-    for row in rows {
-        let (revision, source, saved_by, saved_at, saved, proposed) = row?;
-        // The first revision kept is compared with the proposal in force then; every later one
-        // with the one before it.
-        let changes = match history.last() {
-            Some(previous) => diff(Some(&previous.saved), &saved),
-            None => diff(proposed.as_ref(), &saved),
-        };
-        history.push(RevisionRecord { revision, source, saved_by, saved_at, saved, changes });
-    }
-    history.reverse();
-    Ok(history)
+    history_of(rows.collect::<Result<_, _>>()?)
 }
 
 pub(super) fn delete_product(

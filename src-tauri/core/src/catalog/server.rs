@@ -292,7 +292,7 @@ impl ServerError {
 }
 
 /// An error and its sources, one line.
-fn error_chain(e: &dyn std::error::Error) -> String {
+pub(super) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
@@ -414,6 +414,11 @@ pub struct ServerCatalog {
     pool: Pool,
     url: ServerUrl,
     user: String,
+    /// The settings the pool connects with (password resolved), for the change listener's own
+    /// connection (see `server_changes`).
+    config: tokio_postgres::Config,
+    /// The changes other desktops made, once something listens (see `server_changes`).
+    pub(super) changes: super::server_changes::Changes,
 }
 
 impl ServerCatalog {
@@ -428,14 +433,16 @@ impl ServerCatalog {
         let mut config = resolve_config(url, env, home);
         let user = config.get_user().unwrap_or_default().to_string();
         let manager_config = ManagerConfig { recycling_method: RecyclingMethod::Fast };
-        let manager = if url.requires_tls() {
-            let tls = tokio_postgres_rustls::MakeRustlsConnect::with_webpki_roots();
-            Manager::from_config(config, tls, manager_config)
-        } else {
+        if !url.requires_tls() {
             // libpq's default `prefer` would try TLS first; without a trusted certificate that
             // fails here rather than falling back, so only `require` asks for TLS.
             config.ssl_mode(SslMode::Disable);
-            Manager::from_config(config, tokio_postgres::NoTls, manager_config)
+        }
+        let manager = if url.requires_tls() {
+            let tls = tokio_postgres_rustls::MakeRustlsConnect::with_webpki_roots();
+            Manager::from_config(config.clone(), tls, manager_config)
+        } else {
+            Manager::from_config(config.clone(), tokio_postgres::NoTls, manager_config)
         };
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
@@ -443,7 +450,7 @@ impl ServerCatalog {
             .wait_timeout(Some(CONNECT_TIMEOUT * 2))
             .build()
             .map_err(|e| ServerError::Server { url: url.to_string(), message: e.to_string() })?;
-        let catalog = Self { pool, url: url.clone(), user };
+        let catalog = Self { pool, url: url.clone(), user, config, changes: Default::default() };
         drop(catalog.client().await?);
         Ok(catalog)
     }
@@ -451,6 +458,11 @@ impl ServerCatalog {
     /// The URL, password masked.
     pub fn url(&self) -> &ServerUrl {
         &self.url
+    }
+
+    /// The resolved connection settings (password included: never print them).
+    pub(crate) fn config(&self) -> &tokio_postgres::Config {
+        &self.config
     }
 
     /// A connection from the pool.

@@ -1,0 +1,338 @@
+//! The catalog table on a server catalog (issue 13): [`ProductQuery`] → one page and the total,
+//! the facets and the live count, as [`super::listing`] answers them on SQLite. Each read runs in
+//! one read-only `REPEATABLE READ` transaction, so a page and its total agree.
+//!
+//! # Search
+//! PostgreSQL's full-text search answers the search box as FTS5 does on SQLite (pg/0004: the same
+//! fields of live products, word prefixes, case and accents folded). The user's text is never
+//! query syntax: it is split into words by the same parser that indexed the products, and each
+//! word becomes a prefix term that must match (`'creme':* & 'fraiche':*`), built by the server
+//! itself from the text as a bound parameter.
+//!
+//! Relevance follows SQLite's rule ([`super::listing::rank`]): `ts_rank` scores at most the
+//! [`RANKED_MATCHES`] newest matches (scoring costs per match, and "re" typed into 100,000
+//! products matches most of them); when more match, the older ones follow, newest first. Equal
+//! scores: the newer product first.
+//!
+//! # Sorts
+//! The same keys, directions and tie-breaks as SQLite; text sorts compare `lower(…)` (pg/0001's
+//! `products_live_by_*` indexes), rows without the value last both ways.
+
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{IsolationLevel, Transaction};
+
+use super::listing::{fts_query, rank, window, RANKED_MATCHES};
+use super::records::*;
+use super::server::ServerCatalog;
+use super::CatalogError;
+use crate::product::Price;
+
+/// A bound parameter.
+type Param = Box<dyn ToSql + Sync + Send>;
+
+/// The user's words as a prefix tsquery, `$1` of every statement with text.
+const TEXT_QUERY: &str = "WITH q AS (
+    SELECT to_tsquery('simple', string_agg(quote_literal(word) || ':*', ' & ')) AS query
+    FROM unnest(tsvector_to_array(to_tsvector('simple', pe_unaccent($1)))) AS word
+) ";
+
+/// A page and the total.
+pub(super) async fn query_products(server: &ServerCatalog, query: &ProductQuery) -> Result<ProductPage, CatalogError> {
+    let mut client = server.client().await?;
+    let tx = snapshot(server, &mut client).await?;
+    let plan = Plan::new(query);
+    let (ids, total) = plan.page(server, &tx).await?;
+    let total = match total {
+        Some(total) => total,
+        None => plan.total(server, &tx).await?,
+    };
+    let rows = summaries(server, &tx, &ids).await?;
+    tx.commit().await.map_err(|e| server.driver_error(&e))?;
+    Ok(ProductPage { total, rows })
+}
+
+/// A page without the total.
+pub(super) async fn query_rows(
+    server: &ServerCatalog,
+    query: &ProductQuery,
+) -> Result<Vec<ProductSummary>, CatalogError> {
+    let mut client = server.client().await?;
+    let tx = snapshot(server, &mut client).await?;
+    let (ids, _) = Plan::new(query).page(server, &tx).await?;
+    let rows = summaries(server, &tx, &ids).await?;
+    tx.commit().await.map_err(|e| server.driver_error(&e))?;
+    Ok(rows)
+}
+
+/// A read-only `REPEATABLE READ` transaction: every statement in it sees the same catalog.
+pub(super) async fn snapshot<'c>(
+    server: &ServerCatalog,
+    client: &'c mut deadpool_postgres::Object,
+) -> Result<deadpool_postgres::Transaction<'c>, CatalogError> {
+    Ok(client
+        .build_transaction()
+        .isolation_level(IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await
+        .map_err(|e| server.driver_error(&e))?)
+}
+
+/// Live products.
+pub(super) async fn count_live(server: &ServerCatalog) -> Result<u64, CatalogError> {
+    let client = server.client().await?;
+    let row = client
+        .query_one("SELECT count(*) FROM products WHERE deleted_at IS NULL", &[])
+        .await
+        .map_err(|e| server.driver_error(&e))?;
+    Ok(count(row.get(0)))
+}
+
+/// Categories and brands of live products, most common first; spellings that differ only in case
+/// count as one.
+pub(super) async fn facets(server: &ServerCatalog) -> Result<Facets, CatalogError> {
+    let mut client = server.client().await?;
+    let tx = snapshot(server, &mut client).await?;
+    let mut values = Vec::new();
+    for column in ["category", "brand"] {
+        let sql = format!(
+            "SELECT min({column}), count(*) FROM products
+             WHERE deleted_at IS NULL AND {column} IS NOT NULL
+             GROUP BY lower({column})
+             ORDER BY count(*) DESC, lower(min({column})), min({column})"
+        );
+        let rows = tx.query(&sql, &[]).await.map_err(|e| server.driver_error(&e))?;
+        values.push(rows.iter().map(|r| FacetValue { value: r.get(0), count: count(r.get(1)) }).collect::<Vec<_>>());
+    }
+    let brands = values.pop().unwrap_or_default();
+    let facets = Facets { categories: values.pop().unwrap_or_default(), brands };
+    tx.commit().await.map_err(|e| server.driver_error(&e))?;
+    Ok(facets)
+}
+
+fn count(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+/// The SQL for one [`ProductQuery`] on the server.
+struct Plan {
+    /// The user's text, `$1`, when it has words.
+    text: Option<String>,
+    /// Conditions on `products p` beyond "live", AND-ed.
+    filters: Vec<String>,
+    /// `$1`, `$2`, ...: the text first, if any, then the filters' values.
+    values: Vec<Param>,
+    sort: SortKey,
+    direction: SortDirection,
+    offset: u32,
+    limit: u32,
+}
+
+impl Plan {
+    fn new(query: &ProductQuery) -> Self {
+        let text = fts_query(&query.text).map(|_| query.text.clone());
+        let mut plan = Plan {
+            values: text.iter().map(|t| Box::new(t.clone()) as Param).collect(),
+            text,
+            filters: Vec::new(),
+            sort: query.sort,
+            direction: query.direction,
+            offset: query.offset,
+            limit: query.limit,
+        };
+        if let Some(category) = &query.category {
+            plan.filter("lower(p.category) = lower(", Box::new(category.clone()), ")");
+        }
+        if let Some(brand) = &query.brand {
+            plan.filter("lower(p.brand) = lower(", Box::new(brand.clone()), ")");
+        }
+        match query.flagged {
+            Some(true) => plan.filters.push("p.flagged > 0".into()),
+            Some(false) => plan.filters.push("p.flagged = 0".into()),
+            None => {}
+        }
+        if let Some(min) = query.price_min {
+            plan.filter("p.price_amount >= ", Box::new(min), "");
+        }
+        if let Some(max) = query.price_max {
+            plan.filter("p.price_amount <= ", Box::new(max), "");
+        }
+        plan
+    }
+
+    /// Adds `{left}$N{right}` bound to `value`.
+    fn filter(&mut self, left: &str, value: Param, right: &str) {
+        self.values.push(value);
+        self.filters.push(format!("{left}${}{right}", self.values.len()));
+    }
+
+    /// `WITH … SELECT {select} FROM … WHERE …` of the matching live rows, and `extra` conditions.
+    fn matching(&self, select: &str, extra: &[&str]) -> String {
+        let mut conditions = vec!["p.deleted_at IS NULL"];
+        if self.text.is_some() {
+            conditions.push("p.search @@ q.query");
+        }
+        conditions.extend(self.filters.iter().map(String::as_str));
+        conditions.extend(extra);
+        let (with, from) = if self.text.is_some() { (TEXT_QUERY, "products p, q") } else { ("", "products p") };
+        format!("{with}SELECT {select} FROM {from} WHERE {}", conditions.join(" AND "))
+    }
+
+    fn params<'a>(&'a self, more: &'a [&'a (dyn ToSql + Sync)]) -> Vec<&'a (dyn ToSql + Sync)> {
+        self.values.iter().map(|v| v.as_ref() as &(dyn ToSql + Sync)).chain(more.iter().copied()).collect()
+    }
+
+    async fn total(&self, server: &ServerCatalog, tx: &Transaction<'_>) -> Result<u64, CatalogError> {
+        let sql = self.matching("count(*)", &[]);
+        let row = tx.query_one(&sql, &self.params(&[])).await.map_err(|e| server.driver_error(&e))?;
+        Ok(count(row.get(0)))
+    }
+
+    /// The ids of the page, and the total when finding them told it.
+    async fn page(
+        &self,
+        server: &ServerCatalog,
+        tx: &Transaction<'_>,
+    ) -> Result<(Vec<ProductId>, Option<u64>), CatalogError> {
+        let (offset, limit) = (u64::from(self.offset), u64::from(self.limit));
+        if limit == 0 {
+            return Ok((Vec::new(), None));
+        }
+        if self.text.is_some() && self.sort == SortKey::Relevance {
+            return self.ranked_page(server, tx, offset, limit).await;
+        }
+        let order = order_by(self.sort, self.direction);
+        Ok((self.ids(server, tx, None, &order, offset, limit).await?, None))
+    }
+
+    /// A page of a relevance sort, as [`super::listing`]'s: the newest matches scored and ranked
+    /// here, the older ones (when more matched) from SQL, newest first; `Asc` the exact reverse.
+    async fn ranked_page(
+        &self,
+        server: &ServerCatalog,
+        tx: &Transaction<'_>,
+        offset: u64,
+        limit: u64,
+    ) -> Result<(Vec<ProductId>, Option<u64>), CatalogError> {
+        let cap = i64::from(RANKED_MATCHES) + 1;
+        let sql = format!(
+            "{} ORDER BY p.id DESC LIMIT ${}",
+            self.matching("p.id, ts_rank(p.search, q.query)::float8", &[]),
+            self.values.len() + 1
+        );
+        let rows = tx.query(&sql, &self.params(&[&cap])).await.map_err(|e| server.driver_error(&e))?;
+        // ts_rank is higher for a better match; `rank` wants lower.
+        let newest: Vec<(ProductId, f64)> = rows.iter().map(|r| (r.get(0), -r.get::<_, f64>(1))).collect();
+        let (ranked, cutoff) = rank(newest);
+        let desc = self.direction == SortDirection::Desc;
+        let ranked: Vec<ProductId> = if desc { ranked } else { ranked.into_iter().rev().collect() };
+        let Some(cutoff) = cutoff else {
+            return Ok((window(&ranked, offset, limit), Some(ranked.len() as u64)));
+        };
+        let ranked_len = ranked.len() as u64;
+        let older = Some(cutoff);
+        if desc {
+            let mut ids = window(&ranked, offset, limit);
+            let want = limit - ids.len() as u64;
+            if want > 0 {
+                let skip = offset.saturating_sub(ranked_len);
+                ids.extend(self.ids(server, tx, older, "p.id DESC", skip, want).await?);
+            }
+            Ok((ids, None))
+        } else {
+            let total = self.total(server, tx).await?;
+            let older_len = total.saturating_sub(ranked_len);
+            let mut ids = if offset < older_len {
+                self.ids(server, tx, older, "p.id ASC", offset, limit).await?
+            } else {
+                Vec::new()
+            };
+            let want = limit - ids.len() as u64;
+            ids.extend(window(&ranked, offset.saturating_sub(older_len), want));
+            Ok((ids, Some(total)))
+        }
+    }
+
+    /// The ids of matching rows (older than `older_than`, when given) in `order`: `skip`, then
+    /// `take`.
+    async fn ids(
+        &self,
+        server: &ServerCatalog,
+        tx: &Transaction<'_>,
+        older_than: Option<ProductId>,
+        order: &str,
+        skip: u64,
+        take: u64,
+    ) -> Result<Vec<ProductId>, CatalogError> {
+        let n = self.values.len();
+        let older = format!("p.id < ${}", n + 1);
+        let extra: Vec<&str> = older_than.iter().map(|_| older.as_str()).collect();
+        let (limit, offset) = (n + 1 + extra.len(), n + 2 + extra.len());
+        let sql = format!("{} ORDER BY {order} LIMIT ${limit} OFFSET ${offset}", self.matching("p.id", &extra));
+        let take = i64::try_from(take).unwrap_or(i64::MAX);
+        let skip = i64::try_from(skip).unwrap_or(i64::MAX);
+        let cutoff = older_than.unwrap_or_default();
+        let more: Vec<&(dyn ToSql + Sync)> =
+            if older_than.is_some() { vec![&cutoff, &take, &skip] } else { vec![&take, &skip] };
+        let rows = tx.query(&sql, &self.params(&more)).await.map_err(|e| server.driver_error(&e))?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+}
+
+/// The ORDER BY of a sort on the server: SQLite's (see `listing::order_by`), text compared in
+/// lower case, rows without the value last both ways, ties by id in the same direction.
+fn order_by(sort: SortKey, direction: SortDirection) -> String {
+    let dir = if direction == SortDirection::Asc { "ASC" } else { "DESC" };
+    let nullable = |column: &str| format!("{column} {dir} NULLS LAST, p.id {dir}");
+    match sort {
+        SortKey::Relevance | SortKey::Updated => format!("p.updated_at {dir}, p.id {dir}"),
+        SortKey::Name => format!("lower(p.name) {dir}, p.id {dir}"),
+        SortKey::Brand => nullable("lower(p.brand)"),
+        SortKey::Category => nullable("lower(p.category)"),
+        SortKey::Price => nullable("p.price_amount"),
+        SortKey::Gtin => nullable("p.gtin"),
+    }
+}
+
+/// The rows of `ids`, in that order.
+async fn summaries(
+    server: &ServerCatalog,
+    tx: &Transaction<'_>,
+    ids: &[ProductId],
+) -> Result<Vec<ProductSummary>, CatalogError> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows = tx
+        .query(
+            "SELECT p.id, p.photo_id, p.name, p.brand, p.category, p.price_amount, p.price_currency, p.gtin,
+                    p.revision, p.updated_at, ph.thumbnail_jpeg, p.flagged
+             FROM unnest($1::bigint[]) WITH ORDINALITY AS page (id, n)
+             JOIN products p ON p.id = page.id
+             JOIN photos ph ON ph.id = p.photo_id
+             ORDER BY page.n",
+            &[&ids],
+        )
+        .await
+        .map_err(|e| server.driver_error(&e))?;
+    Ok(rows
+        .iter()
+        .map(|row| {
+            let amount: Option<f64> = row.get(5);
+            let currency: Option<String> = row.get(6);
+            ProductSummary {
+                id: row.get(0),
+                photo_id: row.get(1),
+                name: row.get(2),
+                brand: row.get(3),
+                category: row.get(4),
+                price: amount.zip(currency).map(|(amount, currency)| Price { amount, currency }),
+                gtin: row.get(7),
+                revision: u32::try_from(row.get::<_, i64>(8)).unwrap_or(u32::MAX),
+                updated_at: row.get(9),
+                thumbnail: super::columns::thumbnail_url(row.get(10)),
+                flagged: u32::try_from(row.get::<_, i64>(11)).unwrap_or(u32::MAX),
+            }
+        })
+        .collect())
+}

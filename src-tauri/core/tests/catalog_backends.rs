@@ -1,0 +1,310 @@
+//! The `Catalog` API on both backends (issue 13): one catalog, written through the API on SQLite,
+//! copied to a real PostgreSQL server (`scripts/with-postgres`), then every query of a
+//! data-driven table (each sort and direction, the filters, text, pages) asked of both, and the
+//! same edits made on both: the answers must be the same. Then what only a server has: two
+//! desktops editing one product (the second meets the revision conflict), and the live changes
+//! one desktop hears when another saves.
+
+use std::path::Path;
+use std::time::Duration;
+
+use pe_core::catalog::server::testing::fresh_database;
+use pe_core::catalog::server::{CatalogUrl, ServerCatalog, ServerUrl};
+use pe_core::catalog::server_changes::CatalogChange;
+use pe_core::catalog::{
+    copy, Catalog, CatalogError, NewPhoto, ProductQuery, RevisionSource, SaveProduct, SortDirection, SortKey,
+    UpdateProduct,
+};
+use pe_core::product::{Price, Product};
+use pe_core::{Coded, ErrorCode};
+
+const T0: i64 = 1_700_000_000_000;
+
+fn no_env(_: &str) -> Option<String> {
+    None
+}
+
+/// Name, brand, category, price, GTIN, uncertain (flagged).
+type Sample = (&'static str, Option<&'static str>, Option<&'static str>, Option<f64>, Option<&'static str>, bool);
+
+const SAMPLES: &[Sample] = &[
+    ("Crunchy Oat Bars", Some("ACME"), Some("Cereal bars"), Some(3.49), Some("4006381333931"), false),
+    ("oat milk", Some("Oatly"), Some("Dairy alternatives"), Some(2.19), None, true),
+    ("Crème fraîche", Some("Élan"), Some("Dairy"), None, Some("96385074"), false),
+    ("Granola", Some("acme"), Some("cereal bars"), Some(4.99), None, false),
+    ("Apple juice", None, Some("Drinks"), Some(1.29), Some("036000291452"), false),
+    ("Vanilla ice cream", Some("Häagen"), None, Some(6.5), None, true),
+    ("Espresso beans", Some("Lavazza"), Some("Coffee"), Some(12.0), Some("8000070012349"), false),
+    ("Dark chocolate", None, None, None, None, false),
+    ("Green tea", Some("Oatly"), Some("Drinks"), Some(2.19), None, false),
+    ("Rice crackers", Some("ACME"), Some("Snacks"), Some(1.99), None, true),
+    ("Zesty lemonade", Some("Fizz"), Some("drinks"), Some(0.99), None, false),
+    ("Deleted granola", Some("Gone"), Some("Cereal bars"), Some(1.0), None, false),
+];
+
+/// A SQLite catalog with [`SAMPLES`] saved (one edited twice, the last deleted), and the same
+/// catalog copied to a fresh server database.
+async fn both(label: &str, dir: &Path) -> (Catalog, Catalog, String) {
+    let path = dir.join(format!("{label}.sqlite3"));
+    let local = Catalog::open(&path).unwrap();
+    for (i, (name, brand, category, price, gtin, uncertain)) in (1u32..).zip(SAMPLES) {
+        let photo = local
+            .record_photo(NewPhoto {
+                sha256: format!("{i:064x}"),
+                original_path: format!("/shoot/{i}.jpg"),
+                original_path_bytes: None,
+                file_bytes: 1000,
+                width: 640,
+                height: 480,
+                format: "jpeg".into(),
+                thumbnail_jpeg: vec![0xFF, 0xD8, 0xFF, i as u8],
+                seen_at: T0,
+            })
+            .await
+            .unwrap();
+        let saved = Product {
+            name: (*name).into(),
+            brand: brand.map(Into::into),
+            category: category.map(Into::into),
+            price: price.map(|amount| Price { amount, currency: "EUR".into() }),
+            gtin: gtin.map(Into::into),
+            uncertain_fields: if *uncertain { vec!["name".into()] } else { Vec::new() },
+            ..Product::default()
+        };
+        // Saved out of name order, at distinct times (the default sort is by update).
+        let at = T0 + i64::from((i * 7919) % 101);
+        let record = local
+            .save_product(SaveProduct {
+                photo_id: photo,
+                attempt_id: None,
+                saved,
+                saved_by: "alice".into(),
+                saved_at: at,
+            })
+            .await
+            .unwrap();
+        if name.starts_with("Deleted") {
+            local.delete_product(record.id, "alice", at + 1).await.unwrap();
+        }
+    }
+    let granola = local.get_product(4).await.unwrap();
+    let mut edited = granola.saved.clone();
+    edited.description = Some("Honey and almonds.".into());
+    local.update_product(update(4, 1, edited.clone(), "bob", T0 + 500)).await.unwrap();
+    edited.price = Some(Price { amount: 5.49, currency: "EUR".into() });
+    local.update_product(update(4, 2, edited, "carol", T0 + 600)).await.unwrap();
+
+    let url = fresh_database(label).await;
+    let server = CatalogUrl::parse(&url).unwrap();
+    copy::copy_catalog(&CatalogUrl::Sqlite(path), &server, &no_env).await.unwrap();
+    (local, server_catalog(&url).await, url)
+}
+
+async fn server_catalog(url: &str) -> Catalog {
+    let url = CatalogUrl::parse(url).unwrap();
+    Catalog::open_url(&url, &no_env, None).await.unwrap()
+}
+
+fn update(id: i64, expected: u32, saved: Product, by: &str, at: i64) -> UpdateProduct {
+    UpdateProduct {
+        id,
+        expected_revision: expected,
+        saved,
+        attempt_id: None,
+        source: RevisionSource::Edit,
+        saved_by: by.into(),
+        saved_at: at,
+    }
+}
+
+/// Every query of the table answers the same on both: the same rows in the same order, the same
+/// total (a relevance sort of a text search compares the rows as a set: bm25 and ts_rank score
+/// differently).
+#[tokio::test(flavor = "multi_thread")]
+async fn every_query_of_the_catalog_table_answers_the_same_on_both_backends() {
+    let dir = tempfile::tempdir().unwrap();
+    let (local, server, _) = both("table", dir.path()).await;
+    assert!(server.server().is_some() && local.server().is_none());
+
+    let mut queries: Vec<ProductQuery> = Vec::new();
+    for sort in [
+        SortKey::Relevance,
+        SortKey::Updated,
+        SortKey::Name,
+        SortKey::Brand,
+        SortKey::Category,
+        SortKey::Price,
+        SortKey::Gtin,
+    ] {
+        for direction in [SortDirection::Asc, SortDirection::Desc] {
+            queries.push(ProductQuery { sort, direction, ..Default::default() });
+            // Pages of three, past the end too.
+            for offset in [0, 3, 9, 12] {
+                queries.push(ProductQuery { sort, direction, offset, limit: 3, ..Default::default() });
+            }
+        }
+    }
+    let filtered = [
+        ProductQuery { category: Some("CEREAL BARS".into()), ..Default::default() },
+        ProductQuery { category: Some("drinks".into()), sort: SortKey::Name, ..Default::default() },
+        ProductQuery { brand: Some("acme".into()), sort: SortKey::Price, ..Default::default() },
+        ProductQuery { flagged: Some(true), ..Default::default() },
+        ProductQuery { flagged: Some(false), sort: SortKey::Gtin, direction: SortDirection::Asc, ..Default::default() },
+        ProductQuery { price_min: Some(2.19), ..Default::default() },
+        ProductQuery { price_max: Some(2.19), sort: SortKey::Price, ..Default::default() },
+        ProductQuery { price_min: Some(1.0), price_max: Some(5.0), brand: Some("Oatly".into()), ..Default::default() },
+        ProductQuery { text: "oat".into(), sort: SortKey::Name, ..Default::default() },
+        ProductQuery { text: "creme".into(), ..Default::default() },
+        ProductQuery { text: "ACME".into(), category: Some("snacks".into()), ..Default::default() },
+        ProductQuery { text: "granola".into(), ..Default::default() },
+        ProductQuery { text: "honey".into(), sort: SortKey::Updated, ..Default::default() },
+        ProductQuery {
+            text: "dr".into(),
+            sort: SortKey::Category,
+            direction: SortDirection::Asc,
+            ..Default::default()
+        },
+        ProductQuery { text: "zzz".into(), ..Default::default() },
+        ProductQuery { text: "( * :".into(), ..Default::default() },
+        ProductQuery { text: "a".into(), sort: SortKey::Name, offset: 2, limit: 2, ..Default::default() },
+        ProductQuery { text: "a".into(), direction: SortDirection::Asc, ..Default::default() },
+    ];
+    queries.extend(filtered);
+    for query in queries {
+        let a = local.query_products(query.clone()).await.unwrap();
+        let b = server.query_products(query.clone()).await.unwrap();
+        assert_eq!(b.total, a.total, "{query:?}: totals");
+        let ids = |page: &pe_core::catalog::ProductPage| page.rows.iter().map(|r| r.id).collect::<Vec<_>>();
+        let (mut x, mut y) = (ids(&a), ids(&b));
+        if !query.text.trim().is_empty() && query.sort == SortKey::Relevance && query.limit >= 12 {
+            x.sort_unstable();
+            y.sort_unstable();
+        }
+        assert_eq!(y, x, "{query:?}: rows");
+        if query.sort != SortKey::Relevance || query.text.is_empty() {
+            assert_eq!(b.rows, a.rows, "{query:?}: the rows themselves");
+        }
+    }
+    assert_eq!(server.facets().await.unwrap(), local.facets().await.unwrap());
+    assert_eq!(server.count_products().await.unwrap(), 11);
+    assert_eq!(server.list_products(0, 5).await.unwrap(), local.list_products(0, 5).await.unwrap());
+    for id in 1..=12 {
+        assert_eq!(server.get_product(id).await.unwrap(), local.get_product(id).await.unwrap(), "product {id}");
+        assert_eq!(server.history(id).await.unwrap(), local.history(id).await.unwrap(), "history of {id}");
+        assert_eq!(server.product_photos(id).await.unwrap(), local.product_photos(id).await.unwrap());
+    }
+    assert_eq!(server.photo_thumbnail(3).await.unwrap(), local.photo_thumbnail(3).await.unwrap());
+    assert_eq!(server.photo_thumbnail(99).await.unwrap(), None);
+    assert_eq!(server.product_for_photo(4).await.unwrap(), Some(4));
+    let missing = server.get_product(99).await.unwrap_err();
+    assert_eq!(missing.code(), ErrorCode::NotFound, "{missing}");
+}
+
+/// The same edits on both backends give the same products, revisions, histories and refusals.
+#[tokio::test(flavor = "multi_thread")]
+async fn edits_deletes_and_duplicates_behave_the_same_on_both_backends() {
+    let dir = tempfile::tempdir().unwrap();
+    let (local, server, _) = both("edits", dir.path()).await;
+    for catalog in [&local, &server] {
+        let oat = catalog.get_product(1).await.unwrap();
+        let mut saved = oat.saved.clone();
+        saved.name = "Crunchy Oat Bars, 6 pack".into();
+        let edited = catalog.update_product(update(1, 1, saved.clone(), "bob", T0 + 1000)).await.unwrap();
+        assert_eq!((edited.revision, edited.updated_by.as_str()), (2, "bob"));
+        // Saving the same again writes nothing.
+        let same = catalog.update_product(update(1, 2, saved.clone(), "bob", T0 + 1001)).await.unwrap();
+        assert_eq!(same.revision, 2);
+        // A stale editor is refused, naming who saved.
+        let stale = catalog.update_product(update(1, 1, oat.saved.clone(), "carol", T0 + 1002)).await.unwrap_err();
+        assert!(
+            matches!(stale, CatalogError::Conflict { current: 2, expected: 1, ref updated_by, .. } if updated_by == "bob")
+        );
+        // Invalid fields are refused.
+        let mut bad = saved.clone();
+        bad.gtin = Some("123".into());
+        let invalid = catalog.update_product(update(1, 2, bad, "bob", T0 + 1003)).await.unwrap_err();
+        assert_eq!(invalid.code(), ErrorCode::Validation, "{invalid}");
+        // Delete, refuse an edit of the deleted product, undo.
+        catalog.delete_product(1, "bob", T0 + 1004).await.unwrap();
+        assert!(matches!(catalog.delete_product(1, "bob", T0 + 1005).await, Err(CatalogError::Deleted { id: 1 })));
+        assert!(matches!(
+            catalog.update_product(update(1, 2, saved.clone(), "bob", T0 + 1006)).await,
+            Err(CatalogError::Deleted { id: 1 })
+        ));
+        let back = catalog.undelete_product(1, "bob", T0 + 1007).await.unwrap();
+        assert_eq!(back.deleted_at, None);
+        assert_eq!(catalog.undelete_product(1, "bob", T0 + 1008).await.unwrap_err().code(), ErrorCode::Validation);
+        let copy = catalog.duplicate_product(1, "dave", T0 + 1009).await.unwrap();
+        assert_eq!(
+            (copy.id, copy.duplicate_of, copy.saved.name.as_str()),
+            (13, Some(1), "Crunchy Oat Bars, 6 pack (copy)")
+        );
+        assert_eq!(catalog.get_product(404).await.unwrap_err().code(), ErrorCode::NotFound);
+    }
+    for id in [1, 13] {
+        assert_eq!(server.get_product(id).await.unwrap(), local.get_product(id).await.unwrap(), "product {id}");
+        assert_eq!(server.history(id).await.unwrap(), local.history(id).await.unwrap(), "history of {id}");
+    }
+    let all = ProductQuery { limit: 100, ..Default::default() };
+    assert_eq!(server.query_products(all.clone()).await.unwrap(), local.query_products(all).await.unwrap());
+    // What the server does not do yet is refused with a typed error naming the operation.
+    let refused = server.attempts(1).await.unwrap_err();
+    assert!(matches!(refused, CatalogError::ServerNotSupported { .. }), "{refused}");
+    assert!(refused.to_string().contains("a photo's attempts"), "{refused}");
+}
+
+/// Two desktops on one server: saves of the same product at once are serialized (one wins, the
+/// other meets the conflict), and each desktop hears what the other saved within a second.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_desktops_edit_one_product_and_hear_each_others_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_local, alice, url) = both("desktops", dir.path()).await;
+    // Bob's desktop: its own pool, the same server.
+    let bob =
+        Catalog::on_server(ServerCatalog::connect_with(&ServerUrl::parse(&url).unwrap(), &no_env, None).await.unwrap());
+    let mut heard = bob.subscribe_changes().expect("a server catalog has changes");
+    assert!(Catalog::open(&dir.path().join("local.sqlite3")).unwrap().subscribe_changes().is_none());
+    // LISTEN runs on its own connection: give it a moment to start before saving.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let product = alice.get_product(2).await.unwrap();
+    let mut saved = product.saved.clone();
+    saved.brand = Some("Oatly Barista".into());
+    let started = std::time::Instant::now();
+    alice.update_product(update(2, 1, saved.clone(), "alice", T0 + 2000)).await.unwrap();
+    let change = tokio::time::timeout(Duration::from_secs(1), heard.recv()).await.expect("heard within a second");
+    assert_eq!(change.unwrap(), CatalogChange::Product(2));
+    eprintln!("bob heard alice's save after {:?}", started.elapsed());
+    // Bob's editor had revision 1 open: his save is refused, saying alice saved revision 2.
+    let mut his = product.saved.clone();
+    his.category = Some("Plant milk".into());
+    let conflict = bob.update_product(update(2, 1, his.clone(), "bob", T0 + 2001)).await.unwrap_err();
+    assert_eq!(conflict.code(), ErrorCode::RevisionConflict);
+    assert!(conflict.to_string().contains("changed by alice at revision 2"), "{conflict}");
+
+    // Both save revision 3 of the same product at once: exactly one wins.
+    let mut theirs = saved.clone();
+    theirs.description = Some("Alice's".into());
+    his = saved.clone();
+    his.description = Some("Bob's".into());
+    let (a, b) = tokio::join!(
+        alice.update_product(update(2, 2, theirs, "alice", T0 + 3000)),
+        bob.update_product(update(2, 2, his, "bob", T0 + 3000)),
+    );
+    assert!(a.is_ok() != b.is_ok(), "one wins: {a:?} {b:?}");
+    let loser = a.err().or(b.err()).unwrap();
+    assert!(matches!(loser, CatalogError::Conflict { expected: 2, current: 3, .. }), "{loser}");
+    assert_eq!(alice.get_product(2).await.unwrap().revision, 3);
+    assert_eq!(alice.history(2).await.unwrap().len(), 3);
+    // A delete and a duplicate are heard too; a refused write is not.
+    alice.delete_product(3, "alice", T0 + 4000).await.unwrap();
+    let copy = alice.duplicate_product(5, "alice", T0 + 4001).await.unwrap();
+    let mut changes = Vec::new();
+    while changes.len() < 3 {
+        let change = tokio::time::timeout(Duration::from_secs(1), heard.recv()).await.expect("heard").unwrap();
+        changes.push(change);
+    }
+    assert_eq!(changes[0], CatalogChange::Product(2), "the winning save of revision 3");
+    assert_eq!(&changes[1..], [CatalogChange::Product(3), CatalogChange::Product(copy.id)]);
+    assert!(tokio::time::timeout(Duration::from_millis(300), heard.recv()).await.is_err(), "nothing else");
+}
