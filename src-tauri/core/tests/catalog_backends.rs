@@ -12,8 +12,8 @@ use pe_core::catalog::server::testing::fresh_database;
 use pe_core::catalog::server::{CatalogUrl, ServerCatalog, ServerUrl};
 use pe_core::catalog::server_changes::CatalogChange;
 use pe_core::catalog::{
-    copy, Catalog, CatalogError, NewPhoto, ProductQuery, RevisionSource, SaveProduct, SortDirection, SortKey,
-    UpdateProduct,
+    copy, Catalog, CatalogError, ExportFormat, NewPhoto, ProductQuery, RevisionSource, SaveProduct, SortDirection,
+    SortKey, UpdateProduct,
 };
 use pe_core::product::{Price, Product};
 use pe_core::{Coded, ErrorCode};
@@ -198,6 +198,14 @@ async fn every_query_of_the_catalog_table_answers_the_same_on_both_backends() {
     assert_eq!(server.product_for_photo(4).await.unwrap(), Some(4));
     let missing = server.get_product(99).await.unwrap_err();
     assert_eq!(missing.code(), ErrorCode::NotFound, "{missing}");
+    // Every export format writes the same bytes.
+    for format in [ExportFormat::Shopify, ExportFormat::Csv, ExportFormat::Json, ExportFormat::Jsonl] {
+        let (a, b) = (dir.path().join("local.out"), dir.path().join("server.out"));
+        let rows = local.export_to_file(format, &a).await.unwrap().rows;
+        assert_eq!(server.export_to_file(format, &b).await.unwrap().rows, rows);
+        assert_eq!(rows, 11);
+        assert_eq!(std::fs::read_to_string(&b).unwrap(), std::fs::read_to_string(&a).unwrap(), "{format:?}");
+    }
 }
 
 /// The same edits on both backends give the same products, revisions, histories and refusals.

@@ -182,7 +182,13 @@ impl Catalog {
     /// Writes every live (not deleted) product, ordered by id, to `out` in `format`, row by row as they are
     /// read (see the [module docs](self)). Runs on the catalog thread in one read transaction;
     /// other jobs wait until it finishes. `out` is flushed at the end.
+    ///
+    /// On a server catalog the rows are read in chunks of [`SERVER_CHUNK`] from a read-only
+    /// snapshot and written on the blocking pool as they come (at most a few chunks in memory).
     pub async fn export(&self, format: ExportFormat, out: Box<dyn Write + Send>) -> Result<ExportSummary, ExportError> {
+        if let Some(server) = self.server() {
+            return export_from_server(server, format, out).await;
+        }
         self.run("exporting", move |conn| Ok(export_rows(conn, format, out))).await?
     }
 
@@ -211,6 +217,10 @@ struct Row {
     product: Product,
 }
 
+/// The export query: live products by id, the saved product as text.
+const EXPORT_SQL: &str =
+    "SELECT id, revision, updated_at, CAST(saved_json AS TEXT) FROM products WHERE deleted_at IS NULL ORDER BY id";
+
 fn export_rows(
     conn: &mut Connection,
     format: ExportFormat,
@@ -218,70 +228,138 @@ fn export_rows(
 ) -> Result<ExportSummary, ExportError> {
     let tx = conn.transaction()?;
     let rows = {
-        let mut stmt = tx.prepare(
-            "SELECT id, revision, updated_at, saved_json FROM products WHERE deleted_at IS NULL ORDER BY id",
-        )?;
+        let mut stmt = tx.prepare(EXPORT_SQL)?;
         let mut cursor = stmt.query([])?;
-        let mut next = move || -> Result<Option<Row>, ExportError> {
+        write_rows(format, out, move || {
             let Some(row) = cursor.next()? else { return Ok(None) };
             let saved: String = row.get(3)?;
-            let product = serde_json::from_str(&saved).map_err(CatalogError::Json)?;
-            Ok(Some(Row { id: row.get(0)?, revision: row.get(1)?, updated_at: row.get(2)?, product }))
-        };
-        match format {
-            ExportFormat::Shopify | ExportFormat::Csv => {
-                let mut writer = csv::Writer::from_writer(out);
-                let shopify = format == ExportFormat::Shopify;
-                if shopify {
-                    writer.write_record(SHOPIFY_HEADERS)?;
-                } else {
-                    writer.write_record(CSV_HEADERS)?;
-                }
-                let mut rows = 0;
-                while let Some(row) = next()? {
-                    if shopify {
-                        writer.write_record(shopify_record(&row))?;
-                    } else {
-                        writer.write_record(csv_record(&row))?;
-                    }
-                    rows += 1;
-                }
-                writer.flush()?;
-                rows
-            }
-            ExportFormat::Json | ExportFormat::Jsonl => {
-                let mut out = BufWriter::new(out);
-                let array = format == ExportFormat::Json;
-                if array {
-                    out.write_all(b"[")?;
-                }
-                let mut rows = 0u64;
-                while let Some(row) = next()? {
-                    if array {
-                        out.write_all(if rows == 0 { b"\n" } else { b",\n" })?;
-                    }
-                    let item = ExportedProduct {
-                        id: row.id,
-                        revision: row.revision,
-                        updated_at: iso_utc(row.updated_at),
-                        product: row.product,
-                    };
-                    serde_json::to_writer(&mut out, &item)?;
-                    if !array {
-                        out.write_all(b"\n")?;
-                    }
-                    rows += 1;
-                }
-                if array {
-                    out.write_all(if rows == 0 { b"]\n" } else { b"\n]\n" })?;
-                }
-                out.flush()?;
-                rows
-            }
-        }
+            Ok(Some(Row::parse(row.get(0)?, row.get(1)?, row.get(2)?, &saved)?))
+        })?
     };
     tx.commit()?;
     Ok(ExportSummary { rows })
+}
+
+/// Rows fetched from the server at a time.
+pub const SERVER_CHUNK: i32 = 1000;
+
+/// [`export_rows`] on a server catalog: a task reads the rows in chunks from a read-only
+/// snapshot and hands them to the writer on the blocking pool through a small channel, so
+/// neither the network nor the disk waits on the other for long and memory stays flat.
+async fn export_from_server(
+    server: &super::server::ServerCatalog,
+    format: ExportFormat,
+    out: Box<dyn Write + Send>,
+) -> Result<ExportSummary, ExportError> {
+    let (sender, mut receiver) = tokio::sync::mpsc::channel::<Result<Row, ExportError>>(2 * SERVER_CHUNK as usize);
+    let writer = tokio::task::spawn_blocking(move || {
+        write_rows(format, out, move || match receiver.blocking_recv() {
+            Some(Ok(row)) => Ok(Some(row)),
+            Some(Err(e)) => Err(e),
+            None => Ok(None),
+        })
+    });
+    let read = async {
+        let mut client = server.client().await.map_err(CatalogError::from)?;
+        let tx = super::server_listing::snapshot(server, &mut client).await?;
+        let driver = |e: tokio_postgres::Error| ExportError::Catalog(CatalogError::Server(server.driver_error(&e)));
+        let statement = tx.prepare(EXPORT_SQL).await.map_err(driver)?;
+        let portal = tx.bind(&statement, &[]).await.map_err(driver)?;
+        loop {
+            let chunk = tx.query_portal(&portal, SERVER_CHUNK).await.map_err(driver)?;
+            let last = chunk.len() < SERVER_CHUNK as usize;
+            for row in chunk {
+                let saved: String = row.get(3);
+                let row =
+                    Row::parse(row.get(0), u32::try_from(row.get::<_, i64>(1)).unwrap_or(u32::MAX), row.get(2), &saved);
+                if sender.send(row.map_err(ExportError::from)).await.is_err() {
+                    // The writer stopped (its error is what the export reports).
+                    return Ok(());
+                }
+            }
+            if last {
+                break;
+            }
+        }
+        tx.commit().await.map_err(driver)?;
+        Ok::<(), ExportError>(())
+    };
+    let read = read.await;
+    if read.is_err() {
+        // Stop the writer, so it never ends a partial export as if it were complete.
+        let stop = std::io::Error::other("reading the catalog failed");
+        let _ = sender.send(Err(ExportError::Write(stop))).await;
+    }
+    drop(sender);
+    let written = writer.await.map_err(|e| CatalogError::Panicked { message: e.to_string() })?;
+    // A failed read is the cause of whatever the writer says then.
+    read?;
+    Ok(ExportSummary { rows: written? })
+}
+
+impl Row {
+    fn parse(id: ProductId, revision: u32, updated_at: i64, saved_json: &str) -> Result<Row, CatalogError> {
+        Ok(Row { id, revision, updated_at, product: serde_json::from_str(saved_json)? })
+    }
+}
+
+/// Writes the rows `next` gives, in `format`; returns how many.
+fn write_rows(
+    format: ExportFormat,
+    out: Box<dyn Write + Send>,
+    mut next: impl FnMut() -> Result<Option<Row>, ExportError>,
+) -> Result<u64, ExportError> {
+    Ok(match format {
+        ExportFormat::Shopify | ExportFormat::Csv => {
+            let mut writer = csv::Writer::from_writer(out);
+            let shopify = format == ExportFormat::Shopify;
+            if shopify {
+                writer.write_record(SHOPIFY_HEADERS)?;
+            } else {
+                writer.write_record(CSV_HEADERS)?;
+            }
+            let mut rows = 0;
+            while let Some(row) = next()? {
+                if shopify {
+                    writer.write_record(shopify_record(&row))?;
+                } else {
+                    writer.write_record(csv_record(&row))?;
+                }
+                rows += 1;
+            }
+            writer.flush()?;
+            rows
+        }
+        ExportFormat::Json | ExportFormat::Jsonl => {
+            let mut out = BufWriter::new(out);
+            let array = format == ExportFormat::Json;
+            if array {
+                out.write_all(b"[")?;
+            }
+            let mut rows = 0u64;
+            while let Some(row) = next()? {
+                if array {
+                    out.write_all(if rows == 0 { b"\n" } else { b",\n" })?;
+                }
+                let item = ExportedProduct {
+                    id: row.id,
+                    revision: row.revision,
+                    updated_at: iso_utc(row.updated_at),
+                    product: row.product,
+                };
+                serde_json::to_writer(&mut out, &item)?;
+                if !array {
+                    out.write_all(b"\n")?;
+                }
+                rows += 1;
+            }
+            if array {
+                out.write_all(if rows == 0 { b"]\n" } else { b"\n]\n" })?;
+            }
+            out.flush()?;
+            rows
+        }
+    })
 }
 
 fn shopify_record(row: &Row) -> Vec<String> {

@@ -641,11 +641,11 @@ mod tests {
     }
 
     #[test]
-    fn a_server_catalog_is_refused_for_real_work() {
+    fn a_server_catalog_is_refused_where_it_does_not_work_yet() {
         let url = CatalogUrl::parse("postgres://alice:s3cret@h/db").unwrap();
-        let err = url.require_local("products list").unwrap_err();
+        let err = url.require_local("`import`").unwrap_err();
         let text = err.to_string();
-        assert!(text.contains("products list") && text.contains("not yet supported"), "{text}");
+        assert!(text.contains("does not support `import` yet"), "{text}");
         assert!(!text.contains("s3cret"), "{text}");
     }
 
