@@ -992,11 +992,13 @@ async fn catalog_check_json_migrates_the_server_and_masks_the_password() {
         assert!(!shown.contains("Wr0ng-pass") && !shown.contains(&password), "{shown}");
     }
 
-    // Real work on a server catalog is refused, with what to do.
-    let out = cli(dir.path(), &[("PRODUCT_EXTRACTOR_CATALOG_URL", &url)], &["products", "list"]).await;
+    // What a server catalog does not do yet is refused, with what to do.
+    let shoot = dir.path().join("shoot");
+    std::fs::create_dir_all(&shoot).unwrap();
+    let out = cli(dir.path(), &[("PRODUCT_EXTRACTOR_CATALOG_URL", &url)], &["import", shoot.to_str().unwrap()]).await;
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
-    assert!(stderr.contains("not yet supported for `products`") && stderr.contains("catalog check"), "{stderr}");
+    assert!(stderr.contains("does not support `import` yet") && stderr.contains("use the local catalog"), "{stderr}");
     assert!(!stderr.contains(&password), "{stderr}");
     // Without a server URL, `catalog check` says what it needs.
     let out = cli(dir.path(), &[], &["catalog", "check"]).await;
@@ -1064,6 +1066,41 @@ async fn catalog_copy_to_the_server_and_back_prints_the_counts() {
     let word: String = name.split_whitespace().next().unwrap().to_lowercase().chars().take(3).collect();
     let out = cli(dir.path(), &[], &["--catalog", back.to_str().unwrap(), "products", "search", &word, "--json"]).await;
     assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap(), rows, "search {word:?} in the copy");
+
+    // The products commands work on the server catalog itself, as on the file.
+    let on_server = |args: &'static [&'static str]| {
+        let (dir, url) = (dir.path().to_path_buf(), url.clone());
+        async move {
+            let mut all = vec!["--catalog", url.as_str()];
+            all.extend(args);
+            let out = cli(&dir, &[], &all).await;
+            let (stdout, stderr) = text(&out);
+            assert_eq!(out.status.code(), Some(0), "{args:?}: {stdout}{stderr}");
+            stdout
+        }
+    };
+    let listed: Value = serde_json::from_str(&on_server(&["products", "list", "--json"]).await).unwrap();
+    assert_eq!(listed, rows, "products list on the server");
+    let id = rows[0]["id"].as_i64().unwrap().to_string();
+    let show = |catalog: String, id: String| {
+        let dir = dir.path().to_path_buf();
+        async move {
+            let out = cli(&dir, &[], &["--catalog", &catalog, "products", "show", &id, "--json"]).await;
+            assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+            serde_json::from_slice::<Value>(&out.stdout).unwrap()
+        }
+    };
+    assert_eq!(show(url.clone(), id.clone()).await, show(local.to_str().unwrap().into(), id.clone()).await);
+    let exported = on_server(&["products", "export", "--format", "jsonl"]).await;
+    assert_eq!(exported.lines().count(), 1, "{exported}");
+    assert!(exported.contains(&name), "{exported}");
+    let out = cli(dir.path(), &[], &["--catalog", &url, "products", "delete", &id, "--json"]).await;
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+    assert_eq!(on_server(&["products", "list", "--json"]).await.trim(), "[]");
+    let out = cli(dir.path(), &[], &["--catalog", &url, "products", "undelete", &id]).await;
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+    assert_eq!(serde_json::from_str::<Value>(&on_server(&["products", "list", "--json"]).await).unwrap(), rows);
+    assert!(!exported.contains(&password));
 
     // The server now holds a catalog: a second copy is refused, saying what to do.
     let out =

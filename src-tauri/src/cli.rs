@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use pe_core::catalog::server::{CatalogUrl, ServerCatalog};
-use pe_core::catalog::{CostTotal, ExportFormat, ProductSummary};
+use pe_core::catalog::{Catalog, CostTotal, ExportFormat, ProductSummary};
 use pe_core::config::Config;
 use pe_core::import::{
     ClaimScope, EnqueueOptions, ImportItemDetail, ImportOptions, ImportQueue, ItemState, SkipReason,
@@ -266,6 +266,24 @@ pub fn run(global: &Global, command: Command) -> i32 {
         }
         command => command,
     };
+    let server = match global.catalog_url(&global.paths()) {
+        Ok(Some(CatalogUrl::Server(url))) if command.works_on_a_server() => Some(url),
+        Ok(_) => None,
+        Err(e) => return usage_error(&e.message),
+    };
+    if let Some(url) = server {
+        // The team catalog: connected (and migrated) before anything else.
+        let env = |k: &str| std::env::var(k).ok();
+        let catalog = runtime.block_on(Catalog::open_url(&CatalogUrl::Server(url), &env));
+        let state = match catalog
+            .map_err(ErrorReport::from)
+            .and_then(|c| AppState::open_on(global.paths(), process_env(), c))
+        {
+            Ok(state) => state,
+            Err(e) => return usage_error(&e.message),
+        };
+        return runtime.block_on(run_command(&state, command));
+    }
     let paths = match global.local_paths(&format!("`{}`", command.name())) {
         Ok(paths) => paths,
         Err(e) => return usage_error(&e.message),
@@ -281,35 +299,54 @@ pub fn run(global: &Global, command: Command) -> i32 {
         Ok(state) => state,
         Err(e) => return usage_error(&e.message),
     };
-    runtime.block_on(async move {
-        match command {
-            Command::Extract(args) => extract(&state, args).await,
-            Command::Products(ProductsCommand::List { json }) => list_products(&state, json, None).await,
-            Command::Products(ProductsCommand::Search { query, json }) => {
-                list_products(&state, json, Some(&query.join(" "))).await
-            }
-            Command::Products(ProductsCommand::Export { format, out }) => {
-                export_products(&state, format.into(), out).await
-            }
-            Command::Products(ProductsCommand::Show { id, json }) => products::show(&state, id, json).await,
-            Command::Products(ProductsCommand::Delete { id, json }) => products::delete(&state, id, json).await,
-            Command::Products(ProductsCommand::Undelete { id, json }) => products::undelete(&state, id, json).await,
-            Command::Products(ProductsCommand::Backup { file, json }) => products::backup(&state, &file, json).await,
-            Command::Products(ProductsCommand::Restore { file, json }) => products::restore(&state, &file, json).await,
-            Command::Import(args) => import::run(&state, args).await,
-            Command::Usage(args) => usage::run(&state, args).await,
-            Command::Breaker { json } => breaker(&state, json),
-            Command::Key(command) => key::run(&state, command).await,
-            Command::Catalog(_) => unreachable!("handled before the catalog opens"),
+    runtime.block_on(run_command(&state, command))
+}
+
+/// Runs a subcommand on the opened state.
+async fn run_command(state: &AppState, command: Command) -> i32 {
+    match command {
+        Command::Extract(args) => extract(state, args).await,
+        Command::Products(ProductsCommand::List { json }) => list_products(state, json, None).await,
+        Command::Products(ProductsCommand::Search { query, json }) => {
+            list_products(state, json, Some(&query.join(" "))).await
         }
-    })
+        Command::Products(ProductsCommand::Export { format, out }) => export_products(state, format.into(), out).await,
+        Command::Products(ProductsCommand::Show { id, json }) => products::show(state, id, json).await,
+        Command::Products(ProductsCommand::Delete { id, json }) => products::delete(state, id, json).await,
+        Command::Products(ProductsCommand::Undelete { id, json }) => products::undelete(state, id, json).await,
+        Command::Products(ProductsCommand::Backup { file, json }) => products::backup(state, &file, json).await,
+        Command::Products(ProductsCommand::Restore { file, json }) => products::restore(state, &file, json).await,
+        Command::Import(args) => import::run(state, args).await,
+        Command::Usage(args) => usage::run(state, args).await,
+        Command::Breaker { json } => breaker(state, json),
+        Command::Key(command) => key::run(state, command).await,
+        Command::Catalog(_) => unreachable!("handled before the catalog opens"),
+    }
 }
 
 impl Command {
     /// The subcommand as typed, for messages.
+    /// Whether the command works on a server catalog (the `Catalog` API's server side: products
+    /// listed, searched, shown, exported, deleted and undeleted).
+    fn works_on_a_server(&self) -> bool {
+        matches!(
+            self,
+            Command::Products(
+                ProductsCommand::List { .. }
+                    | ProductsCommand::Search { .. }
+                    | ProductsCommand::Export { .. }
+                    | ProductsCommand::Show { .. }
+                    | ProductsCommand::Delete { .. }
+                    | ProductsCommand::Undelete { .. }
+            )
+        )
+    }
+
     fn name(&self) -> &'static str {
         match self {
             Command::Extract(_) => "extract",
+            Command::Products(ProductsCommand::Backup { .. }) => "products backup",
+            Command::Products(ProductsCommand::Restore { .. }) => "products restore",
             Command::Products(_) => "products",
             Command::Import(_) => "import",
             Command::Usage(_) => "usage",

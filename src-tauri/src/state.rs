@@ -121,16 +121,25 @@ impl AppState {
         Self::open_inner(paths, env, clock, &mut |_| {})
     }
 
+    /// The state on a catalog already open (a server catalog: see `Catalog::open_url`).
+    pub fn open_on(paths: Paths, env: Env, catalog: Catalog) -> Result<Self, ErrorReport> {
+        Self::open_with_catalog(paths, env, system_clock(), catalog)
+    }
+
     fn open_inner(
         paths: Paths,
         env: Env,
         clock: UnixClock,
         on_step: &mut dyn FnMut(&MigrationStep),
     ) -> Result<Self, ErrorReport> {
+        let catalog = Catalog::open_with(&paths.database, on_step)?;
+        Self::open_with_catalog(paths, env, clock, catalog)
+    }
+
+    fn open_with_catalog(paths: Paths, env: Env, clock: UnixClock, catalog: Catalog) -> Result<Self, ErrorReport> {
         let mut file_config = Config::load(&paths.config_file, |_| None)?;
         let keyring = Keyring::from_env(&*env);
         let keyring_state = read_keyring(&keyring, &mut file_config, &paths.config_file, &*env);
-        let catalog = Catalog::open_with(&paths.database, on_step)?;
         let stack = ResilienceStack::new(STACK_NAME, file_config.resilience.clone())?;
         let live = Live::build(file_config, &*env, keyring_state.key.as_ref(), None, &catalog, &stack, &clock)?;
         Ok(Self {

@@ -102,7 +102,7 @@ async fn both(label: &str, dir: &Path) -> (Catalog, Catalog, String) {
 
 async fn server_catalog(url: &str) -> Catalog {
     let url = CatalogUrl::parse(url).unwrap();
-    Catalog::open_url(&url, &no_env, None).await.unwrap()
+    Catalog::open_url_with(&url, &no_env, None).await.unwrap()
 }
 
 fn update(id: i64, expected: u32, saved: Product, by: &str, at: i64) -> UpdateProduct {

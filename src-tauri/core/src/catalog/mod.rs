@@ -182,7 +182,13 @@ impl Catalog {
     /// pool), or a server catalog, connected and migrated ([`server::ServerCatalog::migrate`],
     /// once under an advisory lock whatever the number of desktops starting). `env` and `home`
     /// are where the server's password may be (`PGPASSWORD`, `~/.pgpass`).
-    pub async fn open_url(
+    pub async fn open_url(url: &server::CatalogUrl, env: server::EnvFn<'_>) -> Result<Catalog, CatalogError> {
+        let home = directories::BaseDirs::new().map(|d| d.home_dir().to_path_buf());
+        Self::open_url_with(url, env, home.as_deref()).await
+    }
+
+    /// [`Catalog::open_url`] with the home directory (for `~/.pgpass`) given.
+    pub async fn open_url_with(
         url: &server::CatalogUrl,
         env: server::EnvFn<'_>,
         home: Option<&Path>,
