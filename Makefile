@@ -86,7 +86,7 @@ test-rust: ui
 	$(WITH_POSTGRES) $(WITH_KEYRING) cargo test --workspace
 
 test-e2e: ui deps-driver
-	env -u DISPLAY $(WITH_KEYRING) $(XVFB) cargo test --workspace --test e2e -- --ignored --test-threads=1
+	env -u DISPLAY $(WITH_POSTGRES) $(WITH_KEYRING) $(XVFB) cargo test --workspace --test e2e -- --ignored --test-threads=1
 
 ## The .deb, built from the test profile (CI builds one profile), installed with apt on this
 ## machine, its /usr/bin/product-extractor run against the fake Gemini, then removed.

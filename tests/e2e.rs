@@ -22,6 +22,7 @@ const IMPORT_PORTS: (u16, u16) = (4450, 4451);
 /// The restart test starts the app twice: a pair for each run.
 const PENDING_PORTS: [(u16, u16); 2] = [(4452, 4453), (4454, 4455)];
 const SHOOT_PORTS: (u16, u16) = (4460, 4461);
+const TEAM_PORTS: (u16, u16) = (4462, 4463);
 
 /// tauri-driver, stopped with SIGTERM so it also stops WebKitWebDriver.
 struct Driver(Child, u16);
@@ -495,6 +496,86 @@ async fn catalog_search_edit_history_export() {
     let csv = std::fs::read_to_string(&out).unwrap();
     assert!(csv.contains("Oat Drink Barista Edition"), "{csv}");
     assert!(csv.contains("4006381333931"));
+    c.close().await.unwrap();
+}
+
+/// A team catalog on the real PostgreSQL server (`scripts/with-postgres`): the window opens it,
+/// Settings says so, and what another desktop saves shows in the list within a second; an editor
+/// with unsaved edits says who saved which revision and reloads on request.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a display, tauri-driver, WebKitWebDriver and PostgreSQL: make test-e2e"]
+async fn a_team_catalog_shows_what_another_desktop_saves() {
+    use pe_core::catalog::server::CatalogUrl;
+    use pe_core::catalog::{Catalog, RevisionSource, UpdateProduct};
+    let data_dir = tempfile::tempdir().unwrap();
+    seed_catalog(
+        data_dir.path(),
+        &[("Crunchy Granola Honey", "Nordic Oats", "Breakfast"), ("Oat Drink Barista", "Oatly", "Drinks")],
+    )
+    .await;
+    let url = pe_core::catalog::server::testing::fresh_database("e2e_team").await;
+    let server = CatalogUrl::parse(&url).unwrap();
+    let no_env = |_: &str| None;
+    let local = CatalogUrl::Sqlite(Catalog::path_in(data_dir.path()));
+    pe_core::catalog::copy::copy_catalog(&local, &server, &no_env).await.unwrap();
+    // Bob's desktop, on the same server.
+    let bob = Catalog::open_url_with(&server, &no_env, None).await.unwrap();
+    let edit = |id: i64, expected: u32, name: &str| {
+        let bob = bob.clone();
+        let name = name.to_string();
+        async move {
+            let mut saved = bob.get_product(id).await.unwrap().saved;
+            saved.name = name;
+            bob.update_product(UpdateProduct {
+                id,
+                expected_revision: expected,
+                saved,
+                attempt_id: None,
+                source: RevisionSource::Edit,
+                saved_by: "bob".into(),
+                saved_at: 1_765_000_000_000,
+            })
+            .await
+            .unwrap()
+        }
+    };
+
+    let driver = start_driver(data_dir.path(), TEAM_PORTS, &[("PRODUCT_EXTRACTOR_CATALOG_URL", &url)]);
+    let c = connect(&driver).await;
+    let long = Duration::from_secs(30);
+    wait_for(&c, "#nav-settings", long).await.click().await.unwrap();
+    let open = wait_text(&c, "#catalog-open", "team catalog", long).await;
+    assert!(open.contains("postgres://pe_test:••••@127.0.0.1:"), "{open}");
+    wait_for(&c, "#nav-products", long).await.click().await.unwrap();
+    wait_text(&c, "#catalog-count", "2 products", long).await;
+    wait_text(&c, r#"[data-testid="product-row"]"#, "Oat Drink Barista", long).await;
+    // Give the window's listener a moment to be on the server before bob saves.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    // Bob renames the drink: the list here shows it within a second.
+    let saved_at = std::time::Instant::now();
+    edit(2, 1, "Oat Drink (bob's edit)").await;
+    wait_text(&c, r#"[data-testid="product-row"]"#, "Oat Drink (bob's edit)", Duration::from_secs(2)).await;
+    let shown_after = saved_at.elapsed();
+    assert!(shown_after < Duration::from_secs(1), "shown after {shown_after:?}");
+    eprintln!("bob's save showed in the list after {shown_after:?}");
+
+    // Open the granola, start an edit without saving; bob saves it meanwhile.
+    let row = c.find(Locator::XPath(r#"//button[@data-testid="product-row"][contains(., "Granola")]"#)).await.unwrap();
+    row.click().await.unwrap();
+    let name = wait_for(&c, "#field-name", long).await;
+    name.send_keys(" (mine)").await.unwrap();
+    edit(1, 1, "Granola, bob's name").await;
+    let banner = wait_text(&c, "#remote-change", "Changed by bob at revision 2", Duration::from_secs(5)).await;
+    assert!(banner.contains("unsaved edits"), "{banner}");
+    screenshot(&c, "team-1-changed-elsewhere").await;
+    wait_for(&c, "#remote-reload", long).await.click().await.unwrap();
+    wait_for_value(&c, "#field-name", "Granola, bob's name", long).await;
+    wait_text(&c, "#detail-revision", "revision 2", long).await;
+    // Without unsaved edits, bob's next save simply shows, saying who saved it.
+    edit(1, 2, "Granola, bob again").await;
+    wait_for_value(&c, "#field-name", "Granola, bob again", Duration::from_secs(5)).await;
+    wait_text(&c, "#detail-revision", "revision 3", long).await;
     c.close().await.unwrap();
 }
 

@@ -53,6 +53,25 @@ pub struct AppStatus {
     pub base_url: String,
     pub api_key: KeyStatus,
     pub demo: bool,
+    /// Where the catalog is: the SQLite file's path, or the team catalog's URL (password masked).
+    pub catalog: String,
+    /// The catalog is a team catalog on a PostgreSQL server (other desktops' changes show live;
+    /// imports and the cost report need the local catalog for now).
+    pub catalog_on_server: bool,
+}
+
+/// What testing a team catalog's URL found (Settings), without changing the server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct CatalogCheck {
+    /// The URL, password masked.
+    pub url: String,
+    /// `SHOW server_version`.
+    pub server_version: String,
+    /// The catalog schema version on the server (0: an empty database, set up at first open).
+    pub schema_version: u32,
+    /// The schema version this app writes; a server above it is refused.
+    pub supported_version: u32,
 }
 
 /// The Gemini settings as the form edits them: durations as humantime text ("30s", "1m 30s").

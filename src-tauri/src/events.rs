@@ -1,12 +1,16 @@
 //! The one-way event bridge: the core publishes breaker snapshots on a `watch` and stack changes
 //! on another; this task turns them into the `resilience://snapshot` Tauri event, at most ~10 a
 //! second however fast calls finish, and follows the stack when Settings replace it. The import
-//! queue's progress goes out the same way as `import://progress`.
+//! queue's progress goes out the same way as `import://progress`; a team catalog's changes (saved
+//! on any desktop) as `catalog://changed`.
 
 use std::time::Duration;
 
+use pe_core::catalog::server_changes::CatalogChange;
 use pe_core::import::{ImportProgress, ImportStatus};
+use serde::Serialize;
 use tauri::{AppHandle, Emitter, Manager, Runtime};
+use ts_rs::TS;
 
 use crate::state::AppState;
 
@@ -19,6 +23,36 @@ pub const IMPORT_EVENT: &str = "import://progress";
 /// The event each import item's state change sends (the Extract view's cards, the import list);
 /// its payload is an `ItemChanged`.
 pub const IMPORT_ITEM_EVENT: &str = "import://item";
+
+/// The event a team catalog's changes send (a product saved, edited, deleted, undeleted or
+/// duplicated on any desktop); its payload is a `CatalogChanged`. A SQLite catalog never sends it.
+pub const CATALOG_EVENT: &str = "catalog://changed";
+
+/// What changed in the team catalog.
+#[derive(Debug, Clone, Serialize, TS)]
+#[ts(export)]
+pub struct CatalogChanged {
+    /// The product that changed; `null`: anything may have (the connection to the server came
+    /// back, or changes came too fast): read again what is shown.
+    #[ts(type = "number | null")]
+    pub product_id: Option<i64>,
+}
+
+/// Forwards a team catalog's changes to the window as they commit, on any desktop. Ends at once
+/// for a SQLite catalog.
+pub async fn catalog_bridge<R: Runtime>(app: AppHandle<R>, state: AppState) {
+    let Some(mut changes) = state.catalog().subscribe_changes() else { return };
+    loop {
+        let product_id = match changes.recv().await {
+            Ok(CatalogChange::Product(id)) => Some(id),
+            Ok(CatalogChange::Everything) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => None,
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        };
+        if let Err(e) = app.emit(CATALOG_EVENT, CatalogChanged { product_id }) {
+            tracing::debug!("catalog change not delivered: {e}");
+        }
+    }
+}
 
 /// How long the bridge waits before trying again to open the queue after a failure.
 const IMPORT_RETRY: Duration = Duration::from_secs(5);
@@ -55,6 +89,10 @@ pub async fn resilience_bridge<R: Runtime>(app: AppHandle<R>, state: AppState) {
 /// as `import://progress`, coalesced like the breaker's snapshots, and each item's change as
 /// `import://item`.
 pub async fn import_bridge<R: Runtime>(app: AppHandle<R>, state: AppState) {
+    if state.catalog().server().is_some() {
+        // A team catalog has no import queue on this desktop yet (see `ImportQueue::open`).
+        return;
+    }
     let mut warned = false;
     let queue = loop {
         match state.import_queue().await {

@@ -45,6 +45,7 @@ pub fn setup<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tauri::
 pub fn setup_opening<R: Runtime>(builder: tauri::Builder<R>, state: AppState, open: Vec<PathBuf>) -> tauri::Builder<R> {
     let bridge_state = state.clone();
     let import_state = state.clone();
+    let catalog_state = state.clone();
     builder
         .plugin(tauri_plugin_dialog::init())
         .manage(state)
@@ -54,6 +55,8 @@ pub fn setup_opening<R: Runtime>(builder: tauri::Builder<R>, state: AppState, op
             // Opens the import queue, which resumes an import a previous session left unfinished
             // (crash-resume), and forwards its progress to the window.
             tauri::async_runtime::spawn(events::import_bridge(app.handle().clone(), import_state));
+            // A team catalog: what other desktops save shows here as it commits.
+            tauri::async_runtime::spawn(events::catalog_bridge(app.handle().clone(), catalog_state));
             Ok(())
         })
         .on_webview_event(|webview, event| {
@@ -106,8 +109,18 @@ fn run_window(global: &cli::Global, open: Vec<PathBuf>) -> i32 {
         eprintln!("error: no such file, folder or command: {} (see `product-extractor --help`)", missing.display());
         return cli::EXIT_USAGE;
     }
+    let paths = global.paths();
+    let server = match global.catalog_url(&paths) {
+        Ok(Some(pe_core::catalog::server::CatalogUrl::Server(url))) => Some(url),
+        Ok(_) => None,
+        Err(e) => {
+            eprintln!("error: {}", e.message);
+            return cli::EXIT_USAGE;
+        }
+    };
     let paths = match global.local_paths("the window") {
         Ok(paths) => paths,
+        Err(_) if server.is_some() => paths,
         Err(e) => {
             eprintln!("error: {}", e.message);
             return cli::EXIT_USAGE;
@@ -115,7 +128,18 @@ fn run_window(global: &cli::Global, open: Vec<PathBuf>) -> i32 {
     };
     let _log = logging::init(&paths.log_dir, true);
     tracing::info!(data_dir = %paths.data_dir.display(), "starting the window");
-    let state = match opening::open_state(paths, process_env()) {
+    let opened = match server {
+        // A team catalog: connected and migrated on Tauri's runtime (its pool lives there).
+        Some(url) => {
+            let env = |k: &str| std::env::var(k).ok();
+            let url = pe_core::catalog::server::CatalogUrl::Server(url);
+            tauri::async_runtime::block_on(pe_core::catalog::Catalog::open_url(&url, &env))
+                .map_err(pe_core::ErrorReport::from)
+                .and_then(|catalog| AppState::open_on(paths, process_env(), catalog))
+        }
+        None => opening::open_state(paths, process_env()),
+    };
+    let state = match opened {
         Ok(state) => state,
         Err(e) => {
             eprintln!("error: {}", e.message);

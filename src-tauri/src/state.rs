@@ -221,6 +221,8 @@ impl AppState {
             base_url: live.effective.gemini.base_url.clone(),
             api_key: live.key_status(),
             demo: live.demo.is_some(),
+            catalog: self.shared.catalog.location(),
+            catalog_on_server: self.shared.catalog.server().is_some(),
         })
     }
 

@@ -38,7 +38,8 @@ use pe_core::resilience::ResilienceSnapshot;
 
 use crate::bindings::{ArgSpec, CommandSpec, TsType};
 use crate::dto::{
-    AppStatus, ConnectionCheck, ImportControl, ReextractProposal, Settings, SettingsInput, UpdateInput, UsageReport,
+    AppStatus, CatalogCheck, ConnectionCheck, ImportControl, ReextractProposal, Settings, SettingsInput, UpdateInput,
+    UsageReport,
 };
 use breaker::BreakerControl;
 
@@ -103,6 +104,7 @@ registry! {
     settings::get_settings(state) -> Settings;
     settings::save_settings(state, input: SettingsInput) -> Settings;
     settings::test_connection(state) -> ConnectionCheck;
+    settings::test_catalog(url: String) -> CatalogCheck;
     settings::set_demo_mode(state, enabled: bool) -> AppStatus;
     extract::extract_photos(state, paths: Vec<String>) -> Vec<ImportRow>;
     extract::extract_pending(state) -> Vec<ImportRow>;

@@ -9,11 +9,34 @@ use pe_core::resilience::{ResilienceConfig, SlotPolicy};
 use pe_core::{ErrorCode, ErrorReport};
 use tauri::State;
 
-use crate::dto::{ApiKeyChange, AppStatus, ConnectionCheck, GeminiSettings, PricingSettings, Settings, SettingsInput};
+use crate::dto::{
+    ApiKeyChange, AppStatus, CatalogCheck, ConnectionCheck, GeminiSettings, PricingSettings, Settings, SettingsInput,
+};
 use crate::state::AppState;
 
 pub async fn app_status(state: State<'_, AppState>) -> Result<AppStatus, ErrorReport> {
     Ok(state.status())
+}
+
+/// Connects to a team catalog's URL and reads its versions, changing nothing (no migration):
+/// whether this desktop could open it. The password comes from the URL, `PGPASSWORD` or
+/// `~/.pgpass`; errors say what to check and never show it.
+pub async fn test_catalog(url: String) -> Result<CatalogCheck, ErrorReport> {
+    use pe_core::catalog::server::{CatalogUrl, ServerCatalog, SERVER_SCHEMA_VERSION};
+    let CatalogUrl::Server(url) = CatalogUrl::parse(&url)? else {
+        return Err(ErrorReport::new(
+            pe_core::ErrorCode::Config,
+            "a team catalog's URL starts with postgres:// (e.g. postgres://alice@db.example:5432/catalog)",
+        ));
+    };
+    let env = |k: &str| std::env::var(k).ok();
+    let server = ServerCatalog::connect(&url, &env).await?;
+    Ok(CatalogCheck {
+        url: url.to_string(),
+        server_version: server.server_version().await?,
+        schema_version: server.schema_version().await?,
+        supported_version: SERVER_SCHEMA_VERSION,
+    })
 }
 
 pub async fn get_settings(state: State<'_, AppState>) -> Result<Settings, ErrorReport> {

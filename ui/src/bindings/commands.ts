@@ -4,6 +4,7 @@ import type { InvokeArgs } from "@tauri-apps/api/core";
 import type { AppStatus } from "./AppStatus";
 import type { BackupSummary } from "./BackupSummary";
 import type { BreakerControl } from "./BreakerControl";
+import type { CatalogCheck } from "./CatalogCheck";
 import type { ConnectionCheck } from "./ConnectionCheck";
 import type { CostTotal } from "./CostTotal";
 import type { EnqueueReport } from "./EnqueueReport";
@@ -43,6 +44,7 @@ export function commands(invoke: Invoke) {
     getSettings: () => invoke<Settings>("get_settings"),
     saveSettings: (input: SettingsInput) => invoke<Settings>("save_settings", { input }),
     testConnection: () => invoke<ConnectionCheck>("test_connection"),
+    testCatalog: (url: string) => invoke<CatalogCheck>("test_catalog", { url }),
     setDemoMode: (enabled: boolean) => invoke<AppStatus>("set_demo_mode", { enabled }),
     extractPhotos: (paths: Array<string>) => invoke<Array<ImportRow>>("extract_photos", { paths }),
     extractPending: () => invoke<Array<ImportRow>>("extract_pending"),
@@ -91,6 +93,7 @@ export const COMMAND_NAMES = [
   "get_settings",
   "save_settings",
   "test_connection",
+  "test_catalog",
   "set_demo_mode",
   "extract_photos",
   "extract_pending",

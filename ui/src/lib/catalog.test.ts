@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { buildQuery, defaultSort, emptyFilters, hasFilters, toggleSort } from "./catalog";
+import { buildQuery, defaultSort, emptyFilters, hasFilters, remoteChange, toggleSort } from "./catalog";
 
 describe("the catalog query", () => {
   it("sorts newest first without text and by relevance with it", () => {
@@ -42,5 +42,30 @@ describe("the catalog query", () => {
   it("refuses a price range that is not numbers or is upside down", () => {
     expect(buildQuery({ ...emptyFilters(), priceMin: "abc" }, defaultSort(""), 0, 50)).toEqual({ error: "Price filter: enter a number, e.g. 9.99" });
     expect(buildQuery({ ...emptyFilters(), priceMin: "5", priceMax: "2" }, defaultSort(""), 0, 50)).toHaveProperty("error");
+  });
+});
+
+describe("remoteChange", () => {
+  const shown = { revision: 4, deleted_at: null };
+  const now = (over: Partial<{ revision: number; deleted_at: number | null; deleted_by: string | null; updated_by: string }>) => ({
+    revision: 4,
+    deleted_at: null,
+    deleted_by: null,
+    updated_by: "alice",
+    ...over,
+  });
+
+  it("says who saved which revision", () => {
+    expect(remoteChange(shown, now({ revision: 5 }))).toBe("Changed by alice at revision 5");
+    expect(remoteChange(shown, now({ revision: 5, updated_by: "" }))).toBe("Changed by someone at revision 5");
+  });
+
+  it("says who deleted it, and when it came back", () => {
+    expect(remoteChange(shown, now({ deleted_at: 1, deleted_by: "bob" }))).toBe("Deleted by bob");
+    expect(remoteChange({ revision: 4, deleted_at: 1 }, now({}))).toBe("Brought back from the deleted products");
+  });
+
+  it("is nothing when the product is as loaded", () => {
+    expect(remoteChange(shown, now({}))).toBeNull();
   });
 });

@@ -1,5 +1,6 @@
 // The catalog table's search box, filters and sort, turned into the backend's ProductQuery.
 import type { ProductQuery } from "../bindings/ProductQuery";
+import type { ProductRecord } from "../bindings/ProductRecord";
 import { parseDecimal } from "./form";
 
 export type SortKey = ProductQuery["sort"];
@@ -66,4 +67,16 @@ export function buildQuery(
 /** True when any filter besides the search text is set. */
 export function hasFilters(filters: CatalogFilters): boolean {
   return filters.category !== "" || filters.brand !== "" || filters.flaggedOnly || filters.priceMin.trim() !== "" || filters.priceMax.trim() !== "";
+}
+
+/** What a change saved elsewhere (another desktop on a team catalog) did to the product open
+ * here, in words; `null` when the product is as it was loaded (same revision, same deleted state). */
+export function remoteChange(
+  shown: Pick<ProductRecord, "revision" | "deleted_at">,
+  now: Pick<ProductRecord, "revision" | "deleted_at" | "deleted_by" | "updated_by">,
+): string | null {
+  if (now.deleted_at !== null && shown.deleted_at === null) return `Deleted by ${now.deleted_by || "someone"}`;
+  if (now.deleted_at === null && shown.deleted_at !== null) return "Brought back from the deleted products";
+  if (now.revision !== shown.revision) return `Changed by ${now.updated_by || "someone"} at revision ${now.revision}`;
+  return null;
 }

@@ -389,7 +389,7 @@ pub async fn copy_catalog(from: &CatalogUrl, to: &CatalogUrl, env: EnvFn<'_>) ->
             }
             Side::Sqlite(SqliteSide::open(path, false).await?)
         }
-        CatalogUrl::Server(url) => Side::Server(ServerSide::open(url, env, false).await?),
+        CatalogUrl::Server(url) => Side::Server(Box::new(ServerSide::open(url, env, false).await?)),
     };
     let result = copy_from(&mut source, from, to, env).await;
     // The source's snapshot is only read: ending it either way changes nothing.
@@ -411,7 +411,7 @@ async fn copy_from(
     }
     let mut destination = match to {
         CatalogUrl::Sqlite(path) => Side::Sqlite(SqliteSide::open(path, true).await?),
-        CatalogUrl::Server(url) => Side::Server(ServerSide::open(url, env, true).await?),
+        CatalogUrl::Server(url) => Side::Server(Box::new(ServerSide::open(url, env, true).await?)),
     };
     match fill(source, &mut destination, &counts).await {
         Ok(tables) => {
@@ -498,7 +498,7 @@ fn chunk_query(
 /// One end of the copy.
 enum Side {
     Sqlite(SqliteSide),
-    Server(ServerSide),
+    Server(Box<ServerSide>),
 }
 
 impl Side {

@@ -131,7 +131,7 @@ enum Shared {
         /// The database file, for diagnostics.
         path: PathBuf,
     },
-    Server(server::ServerCatalog),
+    Server(Box<server::ServerCatalog>),
 }
 
 impl std::fmt::Debug for Catalog {
@@ -211,7 +211,7 @@ impl Catalog {
     /// A handle on a connected (and migrated) server catalog.
     pub fn on_server(catalog: server::ServerCatalog) -> Catalog {
         tracing::info!(url = %catalog.url(), "server catalog open");
-        Catalog { shared: Arc::new(Shared::Server(catalog)) }
+        Catalog { shared: Arc::new(Shared::Server(Box::new(catalog))) }
     }
 
     /// The database file; `None` for a server catalog.

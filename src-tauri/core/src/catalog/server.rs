@@ -307,7 +307,7 @@ pub(super) fn error_chain(e: &dyn std::error::Error) -> String {
 }
 
 /// Reads an environment variable (injected: tests do not depend on the process environment).
-pub type EnvFn<'a> = &'a dyn Fn(&str) -> Option<String>;
+pub type EnvFn<'a> = &'a (dyn Fn(&str) -> Option<String> + Sync);
 
 /// The URL's settings completed as libpq would: user (`PGUSER`, else the OS user), host
 /// (`PGHOST`, else localhost), port (`PGPORT`, else 5432), and the password (URL, `PGPASSWORD`,

@@ -262,7 +262,12 @@ impl ImportQueue {
     /// over when the queue is free. Needs a tokio runtime.
     pub async fn open(pipeline: Pipeline, options: ImportOptions) -> Result<ImportQueue, ImportError> {
         let catalog = pipeline.catalog().clone();
-        let lock_path = QueueLock::path_for(catalog.path());
+        let Some(file) = catalog.file() else {
+            // The team catalog's shared queue (leases on the server) is not driven yet.
+            let url = catalog.location();
+            return Err(crate::catalog::CatalogError::ServerNotSupported { operation: "imports".into(), url }.into());
+        };
+        let lock_path = QueueLock::path_for(file);
         let shared = Arc::new(Shared::new(ImportStore::new(catalog), pipeline, options, Vec::new()));
         let queue = ImportQueue {
             inner: Arc::new(Inner { shared, tasks: Mutex::new(Vec::new()), lock: Mutex::new(None), lock_path }),
