@@ -657,8 +657,10 @@ impl Side {
     }
 
     /// Housekeeping once committed, which the copy does not depend on: SQLite folds the copy's
-    /// pages from the WAL into the file (as opening after a migration does); the server gathers
-    /// the planner's statistics of the new rows now rather than at autovacuum's next round.
+    /// pages from the WAL into the file (as opening after a migration does); the server vacuums
+    /// and analyzes the new rows now rather than at autovacuum's next rounds: the planner's
+    /// statistics (search plans depend on how common a word is), the visibility map, and the
+    /// search index's pending list merged into the index (until then every search reads it).
     async fn after_commit(&mut self) {
         let done = match self {
             Side::Sqlite(side) => {
@@ -666,7 +668,7 @@ impl Side {
             }
             Side::Server(side) => {
                 let tables = TABLES.iter().map(|t| t.name).collect::<Vec<_>>().join(", ");
-                side.client.batch_execute(&format!("ANALYZE {tables}")).await.map_err(|e| side.error(&e))
+                side.client.batch_execute(&format!("VACUUM (ANALYZE) {tables}")).await.map_err(|e| side.error(&e))
             }
         };
         if let Err(e) = done {

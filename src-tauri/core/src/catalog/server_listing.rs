@@ -30,17 +30,18 @@ use crate::product::Price;
 /// A bound parameter.
 type Param = Box<dyn ToSql + Sync + Send>;
 
-/// The user's words as a prefix tsquery, `$1` of every statement with text.
-const TEXT_QUERY: &str = "WITH q AS (
-    SELECT to_tsquery('simple', string_agg(quote_literal(word) || ':*', ' & ')) AS query
-    FROM unnest(tsvector_to_array(to_tsvector('simple', pe_unaccent($1)))) AS word
-) ";
+/// The user's words as a prefix tsquery (NULL without a word), built by the server from the text
+/// (`$1`) with the parser that indexed the products. It is read first and bound to the search as
+/// `$1::text::tsquery`, so the planner sees the actual terms: with the column's statistics it scans the
+/// newest products for a broad prefix ("re") and the GIN index for a rare one.
+const TEXT_QUERY: &str = "SELECT to_tsquery('simple', string_agg(quote_literal(word) || ':*', ' & '))::text
+    FROM unnest(tsvector_to_array(to_tsvector('simple', pe_unaccent($1)))) AS word";
 
 /// A page and the total.
 pub(super) async fn query_products(server: &ServerCatalog, query: &ProductQuery) -> Result<ProductPage, CatalogError> {
     let mut client = server.client().await?;
     let tx = snapshot(server, &mut client).await?;
-    let plan = Plan::new(query);
+    let plan = Plan::new(server, &tx, query).await?;
     let (ids, total) = plan.page(server, &tx).await?;
     let total = match total {
         Some(total) => total,
@@ -58,7 +59,7 @@ pub(super) async fn query_rows(
 ) -> Result<Vec<ProductSummary>, CatalogError> {
     let mut client = server.client().await?;
     let tx = snapshot(server, &mut client).await?;
-    let (ids, _) = Plan::new(query).page(server, &tx).await?;
+    let (ids, _) = Plan::new(server, &tx, query).await?.page(server, &tx).await?;
     let rows = summaries(server, &tx, &ids).await?;
     tx.commit().await.map_err(|e| server.driver_error(&e))?;
     Ok(rows)
@@ -116,8 +117,11 @@ fn count(n: i64) -> u64 {
 
 /// The SQL for one [`ProductQuery`] on the server.
 struct Plan {
-    /// The user's text, `$1`, when it has words.
+    /// The user's words as a tsquery, `$1`, when the text has any.
     text: Option<String>,
+    /// The text had something to search but the server's parser found no word in it: nothing
+    /// matches (as in FTS5, where such a term matches nothing).
+    nothing: bool,
     /// Conditions on `products p` beyond "live", AND-ed.
     filters: Vec<String>,
     /// `$1`, `$2`, ...: the text first, if any, then the filters' values.
@@ -129,11 +133,21 @@ struct Plan {
 }
 
 impl Plan {
-    fn new(query: &ProductQuery) -> Self {
-        let text = fts_query(&query.text).map(|_| query.text.clone());
+    async fn new(server: &ServerCatalog, tx: &Transaction<'_>, query: &ProductQuery) -> Result<Self, CatalogError> {
+        let mut nothing = false;
+        let text = match fts_query(&query.text) {
+            None => None,
+            Some(_) => {
+                let row = tx.query_one(TEXT_QUERY, &[&query.text]).await.map_err(|e| server.driver_error(&e))?;
+                let tsquery: Option<String> = row.get(0);
+                nothing = tsquery.is_none();
+                tsquery
+            }
+        };
         let mut plan = Plan {
             values: text.iter().map(|t| Box::new(t.clone()) as Param).collect(),
             text,
+            nothing,
             filters: Vec::new(),
             sort: query.sort,
             direction: query.direction,
@@ -157,7 +171,7 @@ impl Plan {
         if let Some(max) = query.price_max {
             plan.filter("p.price_amount <= ", Box::new(max), "");
         }
-        plan
+        Ok(plan)
     }
 
     /// Adds `{left}$N{right}` bound to `value`.
@@ -166,16 +180,18 @@ impl Plan {
         self.filters.push(format!("{left}${}{right}", self.values.len()));
     }
 
-    /// `WITH … SELECT {select} FROM … WHERE …` of the matching live rows, and `extra` conditions.
+    /// `SELECT {select} FROM products p WHERE …` of the matching live rows, and `extra` conditions.
     fn matching(&self, select: &str, extra: &[&str]) -> String {
         let mut conditions = vec!["p.deleted_at IS NULL"];
         if self.text.is_some() {
-            conditions.push("p.search @@ q.query");
+            conditions.push("p.search @@ $1::text::tsquery");
+        }
+        if self.nothing {
+            conditions.push("false");
         }
         conditions.extend(self.filters.iter().map(String::as_str));
         conditions.extend(extra);
-        let (with, from) = if self.text.is_some() { (TEXT_QUERY, "products p, q") } else { ("", "products p") };
-        format!("{with}SELECT {select} FROM {from} WHERE {}", conditions.join(" AND "))
+        format!("SELECT {select} FROM products p WHERE {}", conditions.join(" AND "))
     }
 
     fn params<'a>(&'a self, more: &'a [&'a (dyn ToSql + Sync)]) -> Vec<&'a (dyn ToSql + Sync)> {
@@ -217,7 +233,7 @@ impl Plan {
         let cap = i64::from(RANKED_MATCHES) + 1;
         let sql = format!(
             "{} ORDER BY p.id DESC LIMIT ${}",
-            self.matching("p.id, ts_rank(p.search, q.query)::float8", &[]),
+            self.matching("p.id, ts_rank(p.search, $1::text::tsquery)::float8", &[]),
             self.values.len() + 1
         );
         let rows = tx.query(&sql, &self.params(&[&cap])).await.map_err(|e| server.driver_error(&e))?;
