@@ -8,6 +8,7 @@ import {
   cardFlags,
   cardStatus,
   isDiscardable,
+  isOlderRead,
   isReviewable,
   markSaved,
   needsDetail,
@@ -99,6 +100,21 @@ describe("extract cards from the queue's rows", () => {
     expect(stageText(cards[0], null)).toBe("Ready for review");
     expect(productLine(cards[0])).toEqual({ name: "Product 1", brand: "Brand" });
     expect(cardFlags(cards[0])).toEqual({ invalid: 1, uncertain: 0, barcode: 0, total: 1 });
+  });
+
+  it("keeps a failure read in the same millisecond as the states before it (reads answer out of order)", () => {
+    // A file that is not a photo: queued, preparing and failed within one millisecond.
+    let cards = upsertRows([], [row(1, { updated_at: 1000 })]);
+    cards = applyDetail(cards, detail(row(1, { state: "failed", updated_at: 1000 }), 3));
+    expect(cardStatus(cards[0].row)).toBe("failed");
+    // The read of `preparing`, asked first, answers last: it changes nothing.
+    cards = applyDetail(cards, detail(row(1, { state: "preparing", updated_at: 1000 }), 3));
+    cards = upsertRows(cards, [row(1, { state: "preparing", updated_at: 1000 })]);
+    expect(cardStatus(cards[0].row)).toBe("failed");
+    // Retried later, it moves on as usual.
+    cards = upsertRows(cards, [row(1, { state: "queued", updated_at: 2000 })]);
+    expect(cardStatus(cards[0].row)).toBe("queued");
+    expect(isOlderRead(row(1, { state: "ready", updated_at: 5 }), row(1, { state: "saved", updated_at: 5 }))).toBe(true);
   });
 
   it("keeps the order cards arrived in and appends new rows", () => {

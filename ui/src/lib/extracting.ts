@@ -40,9 +40,29 @@ export function newCard(row: ImportRow): ExtractCard {
 
 const IN_PROGRESS: ReadonlySet<string> = new Set(["queued", "preparing", "extracting"]);
 
+/** How far along an item's one pass through the queue a state is. */
+const STAGE: Record<ImportRow["state"], number> = {
+  queued: 0,
+  preparing: 1,
+  extracting: 2,
+  submitted: 2,
+  ready: 3,
+  failed: 3,
+  skipped: 3,
+  saved: 4,
+};
+
+/** Whether `row` is an older read than `shown`: an earlier `updated_at`, or the same millisecond
+ * and an earlier stage (a photo that cannot be read goes from queued through preparing to failed
+ * within one millisecond, and the reads of those states may answer out of order). */
+export function isOlderRead(row: ImportRow, shown: ImportRow): boolean {
+  if (row.updated_at !== shown.updated_at) return row.updated_at < shown.updated_at;
+  return STAGE[row.state] < STAGE[shown.state];
+}
+
 /** The card with a newer read of its row; an older read changes nothing. */
 export function withRow(card: ExtractCard, row: ImportRow): ExtractCard {
-  if (row.updated_at < card.row.updated_at) return card;
+  if (isOlderRead(row, card.row)) return card;
   const next = { ...card, row };
   if (IN_PROGRESS.has(row.state)) {
     // Extracted again: the old proposal and the edits made to it are gone.
@@ -69,7 +89,7 @@ export function upsertRows(cards: readonly ExtractCard[], rows: readonly ImportR
 /** A fresh `import_item` read: its row, and its proposal while the item is ready or saved. */
 export function applyDetail(cards: readonly ExtractCard[], detail: ImportItemDetail): ExtractCard[] {
   return cards.map((card) => {
-    if (card.id !== detail.row.id || detail.row.updated_at < card.row.updated_at) return card;
+    if (card.id !== detail.row.id || isOlderRead(detail.row, card.row)) return card;
     const next = withRow(card, detail.row);
     if (detail.proposal === null || (detail.row.state !== "ready" && detail.row.state !== "saved")) return next;
     const sameCall = card.detail?.attempt?.id === detail.attempt?.id;
