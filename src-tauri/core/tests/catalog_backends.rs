@@ -255,6 +255,17 @@ async fn edits_deletes_and_duplicates_behave_the_same_on_both_backends() {
     }
     let all = ProductQuery { limit: 100, ..Default::default() };
     assert_eq!(server.query_products(all.clone()).await.unwrap(), local.query_products(all).await.unwrap());
+    // Search follows every write (the server's search table is kept by triggers): the new name,
+    // the copy, a deleted product gone and an undeleted one back.
+    server.delete_product(7, "bob", T0 + 2000).await.unwrap();
+    local.delete_product(7, "bob", T0 + 2000).await.unwrap();
+    for text in ["pack", "6 pack copy", "crunchy", "espresso", "lavazza", "granola"] {
+        let query = ProductQuery { text: text.into(), sort: SortKey::Name, ..Default::default() };
+        let (a, b) = (local.query_products(query.clone()).await.unwrap(), server.query_products(query).await.unwrap());
+        assert_eq!(b, a, "{text:?} after the edits");
+    }
+    let gone = ProductQuery { text: "espresso".into(), ..Default::default() };
+    assert_eq!(server.query_products(gone).await.unwrap().total, 0, "a deleted product leaves search");
     // What the server does not do yet is refused with a typed error naming the operation.
     let refused = server.attempts(1).await.unwrap_err();
     assert!(matches!(refused, CatalogError::ServerNotSupported { .. }), "{refused}");

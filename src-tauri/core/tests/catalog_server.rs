@@ -47,6 +47,7 @@ async fn a_fresh_database_is_migrated_and_a_second_migrate_does_nothing() {
             "photos",
             "product_photos",
             "product_revisions",
+            "product_search",
             "products",
             "schema_migrations"
         ]
@@ -198,6 +199,8 @@ const SERVER_ONLY_COLUMNS: &[(&str, &str, &str)] = &[
     ("import_items", "lease_owner", "several desktops share the queue: which one works the item (pg/0003)"),
     ("import_items", "lease_until", "until when its lease runs, unix ms (pg/0003)"),
     ("products", "search", "the full-text search vector, generated (pg/0004; SQLite has products_fts)"),
+    ("product_search", "id", "search's own narrow table of live products, kept by triggers (pg/0005)"),
+    ("product_search", "search", "the product's search vector, a copy of products.search (pg/0005)"),
 ];
 
 /// The server types a SQLite declared type may become (pg/0001's header gives the rules).
