@@ -564,6 +564,9 @@ async fn a_team_catalog_shows_what_another_desktop_saves() {
     let row = c.find(Locator::XPath(r#"//button[@data-testid="product-row"][contains(., "Granola")]"#)).await.unwrap();
     row.click().await.unwrap();
     let name = wait_for(&c, "#field-name", long).await;
+    // The photo's path says which computer it is on.
+    let host = pe_core::catalog::local_host().expect("a host name");
+    wait_text(&c, "#detail-path", &format!("{host}: "), long).await;
     name.send_keys(" (mine)").await.unwrap();
     edit(1, 1, "Granola, bob's name").await;
     let banner = wait_text(&c, "#remote-change", "Changed by bob at revision 2", Duration::from_secs(5)).await;

@@ -194,6 +194,10 @@ async fn every_query_of_the_catalog_table_answers_the_same_on_both_backends() {
         assert_eq!(server.product_photos(id).await.unwrap(), local.product_photos(id).await.unwrap());
     }
     assert_eq!(server.photo_thumbnail(3).await.unwrap(), local.photo_thumbnail(3).await.unwrap());
+    // Each photo says which computer its file is on (the copy carries it to the server).
+    let host = pe_core::catalog::local_host();
+    assert!(host.is_some(), "this machine has a host name");
+    assert_eq!(server.get_product(3).await.unwrap().original_host, host);
     assert_eq!(server.photo_thumbnail(99).await.unwrap(), None);
     assert_eq!(server.product_for_photo(4).await.unwrap(), Some(4));
     let missing = server.get_product(99).await.unwrap_err();

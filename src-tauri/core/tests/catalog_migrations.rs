@@ -41,6 +41,8 @@ const EARLIER: &[Earlier] = &[
     Earlier { version: 9, seed: SEED_V5 },
     // 0010 added only indexes: the same rows.
     Earlier { version: 10, seed: SEED_V5 },
+    // 0011 added a product's other photos (empty for products from before): the same rows.
+    Earlier { version: 11, seed: SEED_V5 },
 ];
 
 /// Three photos; a proposed and a failed attempt; three products: one reviewed from a proposal
@@ -112,6 +114,8 @@ async fn a_catalog_from_every_earlier_version_opens_with_its_data_intact() {
         let catalog = Catalog::open(&path).unwrap();
         let from = earlier.version;
         assert_eq!(catalog.schema_version().await.unwrap(), SCHEMA_VERSION, "from {from}");
+        // 0012: a photo recorded before says on which computer it is not.
+        assert_eq!(catalog.get_product(1).await.unwrap().original_host, None, "from {from}");
         if from == 4 {
             // Items queued before 0005 are bulk imports: none becomes an interactive review.
             let queue = pe_core::import::ImportStore::new(catalog.clone());

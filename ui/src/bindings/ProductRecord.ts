@@ -61,6 +61,11 @@ original_path: string,
  */
 original_path_bytes: string | null, 
 /**
+ * The computer the original file is on (its host name; a team catalog holds paths from many
+ * desktops); `None` for photos recorded before schema version 12.
+ */
+original_host: string | null, 
+/**
  * `data:image/jpeg;base64,…`
  */
 thumbnail: string, };

@@ -94,6 +94,7 @@ pub const TABLES: &[Table] = &[
             ("first_seen_at", Int),
             ("last_seen_at", Int),
             ("phash", Text),
+            ("original_host", Text),
         ],
     },
     Table {

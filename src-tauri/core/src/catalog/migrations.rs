@@ -37,6 +37,7 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("migrations/0010_near_seed_indexes.sql"),
     },
     Migration { version: 11, name: "0011_product_photos", sql: include_str!("migrations/0011_product_photos.sql") },
+    Migration { version: 12, name: "0012_photo_host", sql: include_str!("migrations/0012_photo_host.sql") },
 ];
 
 /// The schema version this build writes.

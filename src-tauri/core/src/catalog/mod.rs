@@ -109,6 +109,13 @@ pub fn local_user() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
+/// This computer's host name, recorded with every photo's path (a team catalog holds paths from
+/// many desktops); `None` when the OS does not say.
+pub fn local_host() -> Option<String> {
+    static HOST: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| whoami::hostname().ok().map(|h| h.trim().to_string()).filter(|h| !h.is_empty())).clone()
+}
+
 /// The database file's name inside the data dir.
 pub const FILE_NAME: &str = "catalog.sqlite3";
 

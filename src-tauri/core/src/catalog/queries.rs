@@ -23,11 +23,12 @@ pub(super) fn record_photo(conn: &mut Connection, photo: &NewPhoto) -> Result<Ph
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let id = tx.query_row(
         "INSERT INTO photos (sha256, original_path, file_bytes, width, height, format, thumbnail_jpeg,
-                             first_seen_at, last_seen_at, original_path_bytes)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9)
+                             first_seen_at, last_seen_at, original_path_bytes, original_host)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10)
          ON CONFLICT (sha256) DO UPDATE SET
              original_path = excluded.original_path,
              original_path_bytes = excluded.original_path_bytes,
+             original_host = excluded.original_host,
              last_seen_at = max(last_seen_at, excluded.last_seen_at)
          RETURNING id",
         params![
@@ -39,7 +40,8 @@ pub(super) fn record_photo(conn: &mut Connection, photo: &NewPhoto) -> Result<Ph
             photo.format,
             photo.thumbnail_jpeg,
             photo.seen_at,
-            photo.original_path_bytes
+            photo.original_path_bytes,
+            super::local_host(),
         ],
         |row| row.get(0),
     )?;
@@ -324,7 +326,7 @@ pub(super) fn insert_revision(conn: &Connection, id: ProductId, source: Revision
 pub(super) const PRODUCT_RECORD_COLUMNS: &str = "p.id, p.photo_id, p.attempt_id, CAST(p.proposed_json AS TEXT), \
      CAST(p.saved_json AS TEXT), p.revision, p.created_at, p.updated_at, ph.sha256, ph.original_path, \
      ph.thumbnail_jpeg, p.updated_by, p.duplicate_of, p.deleted_at, p.deleted_by, ph.original_path_bytes, \
-     CAST(a.barcodes_json AS TEXT)";
+     CAST(a.barcodes_json AS TEXT), ph.original_host";
 
 /// FROM and JOINs of [`PRODUCT_RECORD_COLUMNS`].
 pub(super) const PRODUCT_RECORD_FROM: &str =
@@ -350,6 +352,7 @@ pub(super) struct StoredProduct {
     pub deleted_by: Option<String>,
     pub original_path_bytes: Option<Vec<u8>>,
     pub barcodes_json: Option<String>,
+    pub original_host: Option<String>,
 }
 
 impl StoredProduct {
@@ -377,6 +380,7 @@ impl StoredProduct {
             sha256: self.sha256,
             original_path: self.original_path,
             original_path_bytes: self.original_path_bytes.map(hex::encode),
+            original_host: self.original_host,
             thumbnail: thumbnail_url(&self.thumbnail_jpeg),
         })
     }
@@ -405,6 +409,7 @@ pub(super) fn get_product(conn: &Connection, id: ProductId) -> Result<ProductRec
                 deleted_by: row.get(14)?,
                 original_path_bytes: row.get(15)?,
                 barcodes_json: row.get(16)?,
+                original_host: row.get(17)?,
             })
         })
         .optional()?

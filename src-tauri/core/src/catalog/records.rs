@@ -225,6 +225,9 @@ pub struct ProductRecord {
     /// The path's exact bytes in lowercase hex, only when it is not valid UTF-8
     /// ([`crate::stored_path`]); the file is [`ProductRecord::photo_path`].
     pub original_path_bytes: Option<String>,
+    /// The computer the original file is on (its host name; a team catalog holds paths from many
+    /// desktops); `None` for photos recorded before schema version 12.
+    pub original_host: Option<String>,
     /// `data:image/jpeg;base64,…`
     pub thumbnail: String,
 }

@@ -39,6 +39,8 @@ pub const SERVER_MIGRATIONS: &[Migration] = &[
     Migration { version: 3, name: "pg/0003_leases", sql: include_str!("migrations/pg/0003_leases.sql") },
     Migration { version: 4, name: "pg/0004_search", sql: include_str!("migrations/pg/0004_search.sql") },
     Migration { version: 5, name: "pg/0005_search_table", sql: include_str!("migrations/pg/0005_search_table.sql") },
+    Migration { version: 6, name: "pg/0006_facet_indexes", sql: include_str!("migrations/pg/0006_facet_indexes.sql") },
+    Migration { version: 7, name: "pg/0007_photo_host", sql: include_str!("migrations/pg/0007_photo_host.sql") },
 ];
 
 /// The server schema version this build writes.

@@ -57,6 +57,7 @@ fn stored_product(server: &ServerCatalog, row: &Row) -> Result<StoredProduct, Ca
             deleted_by: row.try_get(14)?,
             original_path_bytes: row.try_get(15)?,
             barcodes_json: row.try_get(16)?,
+            original_host: row.try_get(17)?,
         })
     };
     read().map_err(|e| CatalogError::Server(server.driver_error(&e)))
