@@ -114,30 +114,15 @@ impl Plan {
             offset: query.offset,
             limit: query.limit,
         };
-        if let Some(category) = &query.category {
-            plan.filter("p.category =", Value::Text(category.clone()), " COLLATE NOCASE");
-        }
-        if let Some(brand) = &query.brand {
-            plan.filter("p.brand =", Value::Text(brand.clone()), " COLLATE NOCASE");
-        }
-        match query.flagged {
-            Some(true) => plan.filters.push("p.flagged > 0".into()),
-            Some(false) => plan.filters.push("p.flagged = 0".into()),
-            None => {}
-        }
-        if let Some(min) = query.price_min {
-            plan.filter("p.price_amount >=", Value::Real(min), "");
-        }
-        if let Some(max) = query.price_max {
-            plan.filter("p.price_amount <=", Value::Real(max), "");
-        }
+        let first = plan.values.len() + 1;
+        let (filters, values) =
+            filter_conditions(query, first, |n| format!("?{n}"), |column, p| format!("{column} = {p} COLLATE NOCASE"));
+        plan.filters = filters;
+        plan.values.extend(values.into_iter().map(|v| match v {
+            FilterValue::Text(text) => Value::Text(text),
+            FilterValue::Real(real) => Value::Real(real),
+        }));
         plan
-    }
-
-    /// Adds `{left} ?N{right}` bound to `value`.
-    fn filter(&mut self, left: &str, value: Value, right: &str) {
-        self.values.push(value);
-        self.filters.push(format!("{left} ?{}{right}", self.values.len()));
     }
 
     /// `FROM ... WHERE ...` of the matching rows. Without filters a text search needs only the
@@ -273,6 +258,50 @@ impl Plan {
         let ids = stmt.query_map(params_from_iter(&values), |row| row.get(0))?.collect::<Result<_, _>>()?;
         Ok(ids)
     }
+}
+
+/// A filter's bound value.
+pub(super) enum FilterValue {
+    Text(String),
+    Real(f64),
+}
+
+/// The conditions of `query`'s filters on `products p` (AND-ed) and their values, the
+/// placeholders numbered from `first`: the one list of what each filter means, for both
+/// backends. `param` writes a placeholder (`?3`, `$3`); `equal_ignoring_case` compares a column
+/// with one, case folded as the backend folds it.
+pub(super) fn filter_conditions(
+    query: &ProductQuery,
+    first: usize,
+    param: impl Fn(usize) -> String,
+    equal_ignoring_case: impl Fn(&str, &str) -> String,
+) -> (Vec<String>, Vec<FilterValue>) {
+    let mut conditions = Vec::new();
+    let mut values = Vec::new();
+    let mut bind = |value: FilterValue| {
+        values.push(value);
+        param(first + values.len() - 1)
+    };
+    if let Some(category) = &query.category {
+        let p = bind(FilterValue::Text(category.clone()));
+        conditions.push(equal_ignoring_case("p.category", &p));
+    }
+    if let Some(brand) = &query.brand {
+        let p = bind(FilterValue::Text(brand.clone()));
+        conditions.push(equal_ignoring_case("p.brand", &p));
+    }
+    match query.flagged {
+        Some(true) => conditions.push("p.flagged > 0".into()),
+        Some(false) => conditions.push("p.flagged = 0".into()),
+        None => {}
+    }
+    if let Some(min) = query.price_min {
+        conditions.push(format!("p.price_amount >= {}", bind(FilterValue::Real(min))));
+    }
+    if let Some(max) = query.price_max {
+        conditions.push(format!("p.price_amount <= {}", bind(FilterValue::Real(max))));
+    }
+    (conditions, values)
 }
 
 /// Relevance's order of the newest matches (up to [`RANKED_MATCHES`] + 1, each with a score that

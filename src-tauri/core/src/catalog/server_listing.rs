@@ -21,7 +21,7 @@
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{IsolationLevel, Transaction};
 
-use super::listing::{fts_query, rank, window, RANKED_MATCHES};
+use super::listing::{filter_conditions, fts_query, rank, window, FilterValue, RANKED_MATCHES};
 use super::records::*;
 use super::server::ServerCatalog;
 use super::CatalogError;
@@ -154,30 +154,15 @@ impl Plan {
             offset: query.offset,
             limit: query.limit,
         };
-        if let Some(category) = &query.category {
-            plan.filter("lower(p.category) = lower(", Box::new(category.clone()), ")");
-        }
-        if let Some(brand) = &query.brand {
-            plan.filter("lower(p.brand) = lower(", Box::new(brand.clone()), ")");
-        }
-        match query.flagged {
-            Some(true) => plan.filters.push("p.flagged > 0".into()),
-            Some(false) => plan.filters.push("p.flagged = 0".into()),
-            None => {}
-        }
-        if let Some(min) = query.price_min {
-            plan.filter("p.price_amount >= ", Box::new(min), "");
-        }
-        if let Some(max) = query.price_max {
-            plan.filter("p.price_amount <= ", Box::new(max), "");
-        }
+        let first = plan.values.len() + 1;
+        let (filters, values) =
+            filter_conditions(query, first, |n| format!("${n}"), |column, p| format!("lower({column}) = lower({p})"));
+        plan.filters = filters;
+        plan.values.extend(values.into_iter().map(|v| match v {
+            FilterValue::Text(text) => Box::new(text) as Param,
+            FilterValue::Real(real) => Box::new(real) as Param,
+        }));
         Ok(plan)
-    }
-
-    /// Adds `{left}$N{right}` bound to `value`.
-    fn filter(&mut self, left: &str, value: Param, right: &str) {
-        self.values.push(value);
-        self.filters.push(format!("{left}${}{right}", self.values.len()));
     }
 
     /// `SELECT {select} FROM … WHERE …` of the matching live rows, and `extra` conditions. A text
