@@ -274,6 +274,11 @@ async fn edits_deletes_and_duplicates_behave_the_same_on_both_backends() {
     let refused = server.attempts(1).await.unwrap_err();
     assert!(matches!(refused, CatalogError::ServerNotSupported { .. }), "{refused}");
     assert!(refused.to_string().contains("a photo's attempts"), "{refused}");
+    // A backup of a server catalog is refused the same way (the server has its own: pg_dump).
+    let backup = server.backup_to(&dir.path().join("server.sqlite3")).await.unwrap_err();
+    assert!(matches!(backup, CatalogError::ServerNotSupported { .. }), "{backup}");
+    let restore = server.restore_from(&dir.path().join("server.sqlite3"), T0).await.unwrap_err();
+    assert!(matches!(restore, CatalogError::ServerNotSupported { .. }), "{restore}");
 }
 
 /// Two desktops on one server: saves of the same product at once are serialized (one wins, the

@@ -500,7 +500,8 @@ impl Catalog {
     /// Refused: `path` naming the live catalog file (`Invalid`). Fails with `File`/`CreateDir`
     /// (code `io`) or `Sqlite` when the disk does.
     pub async fn backup_to(&self, path: &Path) -> Result<BackupSummary, CatalogError> {
-        let (live, target) = (self.path().to_path_buf(), path.to_path_buf());
+        let live = self.file().map(Path::to_path_buf).unwrap_or_default();
+        let target = path.to_path_buf();
         self.run("backups (the server has its own: pg_dump)", move |conn| backup::backup_to(conn, &live, &target)).await
     }
 
@@ -516,7 +517,8 @@ impl Catalog {
     /// newer app (schema version above [`SCHEMA_VERSION`]), a SQLite file that is not a catalog
     /// (or has another page size).
     pub async fn restore_from(&self, path: &Path, at: i64) -> Result<RestoreSummary, CatalogError> {
-        let (live, source) = (self.path().to_path_buf(), path.to_path_buf());
+        let live = self.file().map(Path::to_path_buf).unwrap_or_default();
+        let source = path.to_path_buf();
         self.run("restoring a backup", move |conn| backup::restore_from(conn, &live, &source, at)).await
     }
 
