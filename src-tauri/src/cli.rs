@@ -393,15 +393,18 @@ async fn catalog_check(global: &Global, json: bool) -> i32 {
             }
             EXIT_OK
         }
-        Err(e) => {
-            let report = ErrorReport::from(e);
-            if json {
-                println!("{}", json!({ "error": report }));
-            }
-            eprintln!("error: {}", report.message);
-            EXIT_FAILED
-        }
+        Err(e) => failed_with(e, json),
     }
+}
+
+/// A failed `catalog` command: the error on stderr, and as `{"error": …}` on stdout with `--json`.
+fn failed_with(error: impl Into<ErrorReport>, json: bool) -> i32 {
+    let report = error.into();
+    if json {
+        println!("{}", json!({ "error": report }));
+    }
+    eprintln!("error: {}", report.message);
+    EXIT_FAILED
 }
 
 /// `catalog copy --from SRC --to DST`: never opens the data dir's catalog (unless it is named).
@@ -428,14 +431,7 @@ async fn catalog_copy(from: &str, to: &str, json: bool) -> i32 {
             }
             EXIT_OK
         }
-        Err(e) => {
-            let report = ErrorReport::from(e);
-            if json {
-                println!("{}", json!({ "error": report }));
-            }
-            eprintln!("error: {}", report.message);
-            EXIT_FAILED
-        }
+        Err(e) => failed_with(e, json),
     }
 }
 

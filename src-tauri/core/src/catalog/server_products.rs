@@ -191,17 +191,19 @@ async fn insert_revision<C: GenericClient + Sync>(
     Ok(())
 }
 
-/// Tells the other desktops that product `id` changed (delivered when the transaction commits).
-async fn notify<C: GenericClient + Sync>(
+/// Ends a write of product `id`: tells the other desktops (`NOTIFY` inside the transaction, so
+/// only a committed write is heard), reads the product as written, commits.
+async fn commit_notified(
     server: &ServerCatalog,
-    client: &C,
+    tx: deadpool_postgres::Transaction<'_>,
     id: ProductId,
-) -> Result<(), CatalogError> {
-    client
-        .execute("SELECT pg_notify($1, $2)", &[&super::server_changes::CHANNEL, &id.to_string()])
+) -> Result<ProductRecord, CatalogError> {
+    tx.execute("SELECT pg_notify($1, $2)", &[&super::server_changes::CHANNEL, &id.to_string()])
         .await
         .map_err(|e| server.driver_error(&e))?;
-    Ok(())
+    let record = get_in(server, &tx, id).await?;
+    tx.commit().await.map_err(|e| server.driver_error(&e))?;
+    Ok(record)
 }
 
 /// An edit as a new revision, refused on a stale `expected_revision` (see
@@ -262,10 +264,7 @@ pub(super) async fn update_product(
     .await
     .map_err(|e| server.driver_error(&e))?;
     insert_revision(server, &tx, id, update.source).await?;
-    notify(server, &tx, id).await?;
-    let record = get_in(server, &tx, id).await?;
-    tx.commit().await.map_err(|e| server.driver_error(&e))?;
-    Ok(record)
+    commit_notified(server, tx, id).await
 }
 
 /// The server's `json` keeps the text it was given, but compare as values: a product written by
@@ -287,10 +286,7 @@ pub(super) async fn delete_product(
     tx.execute("UPDATE products SET deleted_at = $2, deleted_by = $3 WHERE id = $1", &[&id, &at, &by])
         .await
         .map_err(|e| server.driver_error(&e))?;
-    notify(server, &tx, id).await?;
-    let record = get_in(server, &tx, id).await?;
-    tx.commit().await.map_err(|e| server.driver_error(&e))?;
-    Ok(record)
+    commit_notified(server, tx, id).await
 }
 
 /// Undoes a delete (see [`super::Catalog::undelete_product`]).
@@ -325,9 +321,7 @@ pub(super) async fn undelete_product(
     tx.execute("UPDATE products SET deleted_at = NULL, deleted_by = NULL WHERE id = $1", &[&id])
         .await
         .map_err(|e| server.driver_error(&e))?;
-    notify(server, &tx, id).await?;
-    let record = get_in(server, &tx, id).await?;
-    tx.commit().await.map_err(|e| server.driver_error(&e))?;
+    let record = commit_notified(server, tx, id).await?;
     tracing::info!(product_id = id, by, at, "product undeleted");
     Ok(record)
 }
@@ -374,8 +368,5 @@ pub(super) async fn duplicate_product(
         .map_err(|e| server.driver_error(&e))?;
     let copy: ProductId = row.get(0);
     insert_revision(server, &tx, copy, RevisionSource::Duplicate).await?;
-    notify(server, &tx, copy).await?;
-    let record = get_in(server, &tx, copy).await?;
-    tx.commit().await.map_err(|e| server.driver_error(&e))?;
-    Ok(record)
+    commit_notified(server, tx, copy).await
 }
