@@ -992,14 +992,19 @@ async fn catalog_check_json_migrates_the_server_and_masks_the_password() {
         assert!(!shown.contains("Wr0ng-pass") && !shown.contains(&password), "{shown}");
     }
 
-    // What a server catalog does not do yet is refused, with what to do.
-    let shoot = dir.path().join("shoot");
-    std::fs::create_dir_all(&shoot).unwrap();
-    let out = cli(dir.path(), &[("PRODUCT_EXTRACTOR_CATALOG_URL", &url)], &["import", shoot.to_str().unwrap()]).await;
+    // A SQLite file's backup of a server catalog is refused, with what to do.
+    let file = dir.path().join("backup.sqlite3");
+    let out =
+        cli(dir.path(), &[("PRODUCT_EXTRACTOR_CATALOG_URL", &url)], &["products", "backup", file.to_str().unwrap()])
+            .await;
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
-    assert!(stderr.contains("does not support `import` yet") && stderr.contains("use the local catalog"), "{stderr}");
+    assert!(
+        stderr.contains("does not support `products backup`") && stderr.contains("use the local catalog"),
+        "{stderr}"
+    );
     assert!(!stderr.contains(&password), "{stderr}");
+    assert!(!file.exists());
     // Without a server URL, `catalog check` says what it needs.
     let out = cli(dir.path(), &[], &["catalog", "check"]).await;
     assert_eq!(out.status.code(), Some(2));

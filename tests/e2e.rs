@@ -37,6 +37,7 @@ impl Drop for Driver {
 /// tauri-driver on `ports`, whose app inherits `env` (e.g. a Gemini base URL and key).
 fn start_driver(data_dir: &Path, ports: (u16, u16), env: &[(&str, &str)]) -> Driver {
     let (port, native_port) = ports;
+    *DATA_DIR.lock().unwrap() = Some(data_dir.to_path_buf());
     let mut command = Command::new("tauri-driver");
     command
         .args(["--port", &port.to_string(), "--native-port", &native_port.to_string()])
@@ -135,12 +136,46 @@ async fn screenshot(c: &Client, name: &str) -> PathBuf {
     path
 }
 
-/// The page's HTML, for failure messages.
+/// The data dir of the app the current test drives, for the failure report's log lines.
+static DATA_DIR: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
+
+/// What a failure report shows of the app: the page's text (what a user sees; not its HTML,
+/// whose inline SVG and styles hide the text), whether the app still runs, and its last log lines.
 async fn page_source(c: &Client) -> String {
-    match tokio::time::timeout(Duration::from_secs(5), c.source()).await {
-        Ok(Ok(html)) => html,
-        _ => "(the page did not answer)".into(),
-    }
+    const PAGE_CHARS: usize = 6000;
+    let text = c.execute("return document.body ? document.body.innerText : '(no body)';", vec![]);
+    let page = match tokio::time::timeout(Duration::from_secs(10), text).await {
+        Ok(Ok(value)) => {
+            let text = value.as_str().unwrap_or_default().to_string();
+            match text.char_indices().nth(PAGE_CHARS) {
+                Some((cut, _)) => format!("{}… (cut at {PAGE_CHARS} characters)", &text[..cut]),
+                None => text,
+            }
+        }
+        Ok(Err(e)) => format!("(the page did not answer: {e})"),
+        Err(_) => "(the page did not answer within 10 s: its main thread is busy or hung)".into(),
+    };
+    let running = Command::new("pgrep")
+        .args(["-f", env!("CARGO_BIN_EXE_product-extractor")])
+        .output()
+        .map(|out| if out.stdout.is_empty() { "no" } else { "yes" })
+        .unwrap_or("unknown");
+    let logs = DATA_DIR.lock().unwrap().clone().map(|dir| last_log_lines(&dir.join("logs"), 60)).unwrap_or_default();
+    format!("{page}\n--- the app still runs: {running}\n--- its last log lines:\n{logs}")
+}
+
+/// The last `n` lines of the newest log file in `dir` (the app writes one a day).
+fn last_log_lines(dir: &Path, n: usize) -> String {
+    let newest = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|entry| entry.file_type().is_ok_and(|t| t.is_file()))
+        .max_by_key(|entry| entry.metadata().and_then(|m| m.modified()).ok());
+    let Some(entry) = newest else { return format!("(no log file in {})", dir.display()) };
+    let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 /// Emits the event a real OS drop produces; the page's drag-drop listener handles it exactly as

@@ -326,20 +326,10 @@ async fn run_command(state: &AppState, command: Command) -> i32 {
 
 impl Command {
     /// The subcommand as typed, for messages.
-    /// Whether the command works on a server catalog (the `Catalog` API's server side: products
-    /// listed, searched, shown, exported, deleted and undeleted).
+    /// Whether the command works on a server catalog: all but the SQLite file's own backup and
+    /// restore (a server has its own, e.g. `pg_dump`).
     fn works_on_a_server(&self) -> bool {
-        matches!(
-            self,
-            Command::Products(
-                ProductsCommand::List { .. }
-                    | ProductsCommand::Search { .. }
-                    | ProductsCommand::Export { .. }
-                    | ProductsCommand::Show { .. }
-                    | ProductsCommand::Delete { .. }
-                    | ProductsCommand::Undelete { .. }
-            )
-        )
+        !matches!(self, Command::Products(ProductsCommand::Backup { .. } | ProductsCommand::Restore { .. }))
     }
 
     fn name(&self) -> &'static str {
@@ -459,7 +449,7 @@ async fn extract(state: &AppState, args: ExtractArgs) -> i32 {
         claims: ClaimScope::Interactive,
         fail_fast: true,
         lookahead: Some(0),
-        ..ImportOptions::default()
+        ..state.effective_config().import_options()
     };
     let queue = match ImportQueue::open(pipeline.clone(), options).await {
         Ok(queue) => queue,

@@ -55,8 +55,8 @@ pub struct AppStatus {
     pub demo: bool,
     /// Where the catalog is: the SQLite file's path, or the team catalog's URL (password masked).
     pub catalog: String,
-    /// The catalog is a team catalog on a PostgreSQL server (other desktops' changes show live;
-    /// imports and the cost report need the local catalog for now).
+    /// The catalog is a team catalog on a PostgreSQL server: other desktops' changes show live, and
+    /// the import queue is shared (each desktop works its part of it).
     pub catalog_on_server: bool,
 }
 

@@ -197,9 +197,10 @@ impl AppState {
     /// The import queue, opened (and resumed) on first use. While another process (e.g. a CLI
     /// import) works this data dir's queue, it is handed the window's items and the window follows.
     pub async fn import_queue(&self) -> Result<ImportQueue, ErrorReport> {
-        let queue = self.shared.import.get_or_try_init(|| {
-            ImportQueue::open(self.pipeline(), window_import_options(&self.effective_config().batch))
-        });
+        let queue = self
+            .shared
+            .import
+            .get_or_try_init(|| ImportQueue::open(self.pipeline(), window_import_options(&self.effective_config())));
         Ok(queue.await?.clone())
     }
 
@@ -442,11 +443,7 @@ fn read_keyring(
 
 /// The window's import prepares photos on all cores but one, so the window itself stays
 /// responsive while hundreds of photos are decoded (the CLI uses them all).
-fn window_import_options(batch: &pe_core::config::BatchConfig) -> ImportOptions {
+fn window_import_options(config: &pe_core::config::Config) -> ImportOptions {
     let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
-    ImportOptions {
-        prepare_concurrency: cores.saturating_sub(1).max(1),
-        batch: batch.import_options(),
-        ..ImportOptions::default()
-    }
+    ImportOptions { prepare_concurrency: cores.saturating_sub(1).max(1), ..config.import_options() }
 }

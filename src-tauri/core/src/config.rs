@@ -79,13 +79,24 @@ pub struct Config {
 /// Which catalog to open: the SQLite file in the data dir (no URL), another SQLite file, or a
 /// PostgreSQL server (`postgres://…`, only `catalog check` works with it so far). The command
 /// line's `--catalog` wins over `PRODUCT_EXTRACTOR_CATALOG_URL`, which wins over this.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CatalogConfig {
     /// A SQLite file's path or a `postgres://user@host:port/db` URL. Leave the password out: it is
     /// read from `PGPASSWORD` or `~/.pgpass` (a password written here is kept in this file).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// On a team catalog: how long a photo this desktop took from the shared queue stays its own
+    /// without a renewal (renewed every third of it while the desktop runs). When a desktop dies,
+    /// its photos go to the others after this.
+    #[serde(with = "humantime_serde")]
+    pub lease: Duration,
+}
+
+impl Default for CatalogConfig {
+    fn default() -> Self {
+        Self { url: None, lease: crate::import::DEFAULT_LEASE }
+    }
 }
 
 /// How an import groups its photos into products (`import::grouping`).
@@ -103,6 +114,18 @@ pub struct ImportConfig {
 /// The most photos one product's request may carry (`[import] max_photos_per_product`): ~1,000
 /// input tokens each at the default resolution, so a request stays far below Gemini's limits.
 pub const MAX_PHOTOS_PER_PRODUCT_LIMIT: usize = 16;
+
+impl Config {
+    /// The import queue's settings this configuration gives (batch mode's chunks and polling, the
+    /// team queue's lease); the window and the CLI add their own.
+    pub fn import_options(&self) -> crate::import::ImportOptions {
+        crate::import::ImportOptions {
+            batch: self.batch.import_options(),
+            lease: self.catalog.lease,
+            ..crate::import::ImportOptions::default()
+        }
+    }
+}
 
 impl ImportConfig {
     /// The grouping a bulk import applies.
@@ -455,6 +478,9 @@ impl Config {
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.resilience.validate()?;
         let invalid = |key: &str, message: &str| Err(ConfigError::Invalid { key: key.into(), message: message.into() });
+        if self.catalog.lease < Duration::from_secs(1) || self.catalog.lease > Duration::from_secs(3600) {
+            return invalid("catalog.lease", "must be between 1s and 1h");
+        }
         let url = self.gemini.base_url.trim();
         if !(url.starts_with("https://") || url.starts_with("http://")) {
             return invalid("gemini.base_url", "must start with https:// or http://");

@@ -107,6 +107,7 @@ async fn migrates_an_empty_file_with_wal_and_foreign_keys() {
             "batches",
             "import_item_gtins",
             "import_item_photos",
+            "import_item_unreadable",
             "import_items",
             "photos",
             "product_photos",

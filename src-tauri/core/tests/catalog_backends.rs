@@ -8,6 +8,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use pe_core::barcode::{Barcode, BarcodeFormat, PixelBox};
 use pe_core::catalog::server::testing::fresh_database;
 use pe_core::catalog::server::{CatalogUrl, ServerCatalog, ServerUrl};
 use pe_core::catalog::server_changes::CatalogChange;
@@ -15,7 +16,9 @@ use pe_core::catalog::{
     copy, Catalog, CatalogError, ExportFormat, NewPhoto, ProductQuery, RevisionSource, SaveProduct, SortDirection,
     SortKey, UpdateProduct,
 };
-use pe_core::product::{Price, Product};
+use pe_core::catalog::{AttemptOutcome, AttemptUsage, NewAttempt};
+use pe_core::pricing::Usd;
+use pe_core::product::{FieldSource, Price, Product};
 use pe_core::{Coded, ErrorCode};
 
 const T0: i64 = 1_700_000_000_000;
@@ -41,6 +44,62 @@ const SAMPLES: &[Sample] = &[
     ("Zesty lemonade", Some("Fizz"), Some("drinks"), Some(0.99), None, false),
     ("Deleted granola", Some("Gone"), Some("Cereal bars"), Some(1.0), None, false),
 ];
+
+/// Three attempts for `photo`: a priced proposal with a barcode and where its name was read, a
+/// billed failure, and a failure Gemini did not bill.
+fn attempts_of(photo: i64) -> Vec<NewAttempt> {
+    let usage = AttemptUsage {
+        prompt_tokens: 1_290,
+        output_tokens: 85,
+        thoughts_tokens: 310,
+        total_tokens: 1_685,
+        cached_tokens: 40,
+    };
+    let barcode = Barcode {
+        gtin: "4006381333931".into(),
+        format: BarcodeFormat::Ean13,
+        photo: 0,
+        bounds: PixelBox { x_min: 10, y_min: 20, x_max: 200, y_max: 90 },
+        box_2d: [20, 10, 90, 200],
+    };
+    let proposal = NewAttempt {
+        photo_id: photo,
+        model: "gemini-2.5-flash".into(),
+        started_at: T0 + 5_000,
+        latency_ms: 2_345,
+        usage: Some(usage),
+        raw_response: Some("{\"candidates\":[]}".into()),
+        outcome: AttemptOutcome::Proposed {
+            product: Product { name: "Crunchy Oat Bars".into(), ..Product::default() },
+        },
+        model_version: Some("gemini-2.5-flash-001".into()),
+        cost: Some(Usd::from_nanos(1_234_567)),
+        batch: false,
+        barcodes: Some(vec![barcode]),
+        more_photos: Vec::new(),
+        sources: vec![FieldSource { field: "name".into(), photo: 0, box_2d: [100, 100, 300, 900] }],
+    };
+    let billed_failure = NewAttempt {
+        started_at: T0 + 9_000,
+        outcome: AttemptOutcome::Failed { code: ErrorCode::Blocked, message: "blocked: SAFETY".into() },
+        cost: Some(Usd::from_nanos(500_000)),
+        barcodes: Some(Vec::new()),
+        sources: Vec::new(),
+        batch: true,
+        ..proposal.clone()
+    };
+    let unbilled = NewAttempt {
+        started_at: T0 + 12_000,
+        usage: None,
+        raw_response: None,
+        cost: None,
+        model_version: None,
+        outcome: AttemptOutcome::Failed { code: ErrorCode::Timeout, message: "no answer within 30 s".into() },
+        barcodes: None,
+        ..billed_failure.clone()
+    };
+    vec![proposal, billed_failure, unbilled]
+}
 
 /// A SQLite catalog with [`SAMPLES`] saved (one edited twice, the last deleted), and the same
 /// catalog copied to a fresh server database.
@@ -270,10 +329,29 @@ async fn edits_deletes_and_duplicates_behave_the_same_on_both_backends() {
     }
     let gone = ProductQuery { text: "espresso".into(), ..Default::default() };
     assert_eq!(server.query_products(gone).await.unwrap().total, 0, "a deleted product leaves search");
-    // What the server does not do yet is refused with a typed error naming the operation.
-    let refused = server.attempts(1).await.unwrap_err();
-    assert!(matches!(refused, CatalogError::ServerNotSupported { .. }), "{refused}");
-    assert!(refused.to_string().contains("a photo's attempts"), "{refused}");
+    // The audit trail and the cost meter: the same attempts recorded on both (a proposal with its
+    // barcodes and sources, a billed failure, one without usage) read back the same, and cost the same.
+    for attempt in attempts_of(1) {
+        let (a, b) =
+            (local.record_attempt(attempt.clone()).await.unwrap(), server.record_attempt(attempt).await.unwrap());
+        assert_eq!(a, b, "attempt ids follow the copied ones on both");
+    }
+    let (a, b) = (local.attempts(1).await.unwrap(), server.attempts(1).await.unwrap());
+    assert_eq!(a.len(), 3);
+    assert_eq!(b, a, "a photo's attempts");
+    assert_eq!(server.photo_cost(1).await.unwrap(), local.photo_cost(1).await.unwrap());
+    let spent = server.spent_between(T0, T0 + 86_400_000).await.unwrap();
+    assert_eq!(spent, local.spent_between(T0, T0 + 86_400_000).await.unwrap());
+    assert_eq!((spent.calls, spent.input_tokens, spent.output_tokens), (3, 2_580, 170));
+    for offset in [0, 3_600_000, -36_000_000] {
+        let (a, b) = (local.usage_by_day(T0, offset).await.unwrap(), server.usage_by_day(T0, offset).await.unwrap());
+        assert!(!a.is_empty());
+        assert_eq!(b, a, "the cost per day at a UTC offset of {offset} ms");
+    }
+    assert_eq!(
+        server.measured_call("gemini-2.5-flash").await.unwrap(),
+        local.measured_call("gemini-2.5-flash").await.unwrap()
+    );
     // A backup of a server catalog is refused the same way (the server has its own: pg_dump).
     let backup = server.backup_to(&dir.path().join("server.sqlite3")).await.unwrap_err();
     assert!(matches!(backup, CatalogError::ServerNotSupported { .. }), "{backup}");

@@ -43,6 +43,8 @@ const EARLIER: &[Earlier] = &[
     Earlier { version: 10, seed: SEED_V5 },
     // 0011 added a product's other photos (empty for products from before): the same rows.
     Earlier { version: 11, seed: SEED_V5 },
+    // 0012 added the photos' host (NULL for photos from before): the same rows.
+    Earlier { version: 12, seed: SEED_V5 },
 ];
 
 /// Three photos; a proposed and a failed attempt; three products: one reviewed from a proposal

@@ -43,6 +43,7 @@ async fn a_fresh_database_is_migrated_and_a_second_migrate_does_nothing() {
             "batches",
             "import_item_gtins",
             "import_item_photos",
+            "import_item_unreadable",
             "import_items",
             "photos",
             "product_photos",
@@ -196,8 +197,11 @@ const SQLITE_ONLY_TABLES: &[(&str, &str)] = &[
 
 /// Server columns that SQLite does not have, and why.
 const SERVER_ONLY_COLUMNS: &[(&str, &str, &str)] = &[
-    ("import_items", "lease_owner", "several desktops share the queue: which one works the item (pg/0003)"),
-    ("import_items", "lease_until", "until when its lease runs, unix ms (pg/0003)"),
+    (
+        "import_items",
+        "changed_at",
+        "the server's time of an item's last change: how desktops follow each other (pg/0008)",
+    ),
     ("products", "search", "the full-text search vector, generated (pg/0004; SQLite has products_fts)"),
     ("product_search", "id", "search's own narrow table of live products, kept by triggers (pg/0005)"),
     ("product_search", "search", "the product's search vector, a copy of products.search (pg/0005)"),
@@ -424,6 +428,9 @@ fn sample_catalog(path: &Path) {
     )
     .unwrap();
     conn.execute("INSERT INTO import_item_gtins (item_id, gtin_key) VALUES (2, '04006381333931')", []).unwrap();
+    // Queued on one computer of a team, which another could not read.
+    conn.execute("UPDATE import_items SET queued_on = 'desk-1' WHERE id = 1", []).unwrap();
+    conn.execute("INSERT INTO import_item_unreadable (item_id, host) VALUES (1, 'desk-2')", []).unwrap();
 }
 
 /// Every row of every copied table, in key order, as SQLite holds it.
@@ -458,6 +465,7 @@ const SAMPLE_COUNTS: &[(&str, u64)] = &[
     ("product_photos", 1),
     ("product_revisions", 4),
     ("import_items", 6),
+    ("import_item_unreadable", 1),
     ("import_item_photos", 2),
     ("import_item_gtins", 1),
 ];

@@ -7,7 +7,7 @@ export type AppStatus = { version: string, data_dir: string, config_path: string
  */
 catalog: string, 
 /**
- * The catalog is a team catalog on a PostgreSQL server (other desktops' changes show live;
- * imports and the cost report need the local catalog for now).
+ * The catalog is a team catalog on a PostgreSQL server: other desktops' changes show live, and
+ * the import queue is shared (each desktop works its part of it).
  */
 catalog_on_server: boolean, };

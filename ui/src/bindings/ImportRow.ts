@@ -56,4 +56,14 @@ product_id: number | null, updated_at: number,
  * How many photos the product has (1, or more for a product of several photos: its first
  * is `path`).
  */
-photo_count: number, };
+photo_count: number, 
+/**
+ * On a team catalog: the desktop working the item now (`user@host #pid`), while it is
+ * preparing or extracting; `None` otherwise, and always on a local catalog.
+ */
+worked_by: string | null, 
+/**
+ * On a team catalog: the computer that queued the item (its files are on that disk); `None`
+ * on a local catalog.
+ */
+queued_on: string | null, };

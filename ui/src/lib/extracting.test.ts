@@ -44,6 +44,8 @@ const row = (id: number, patch: Partial<ImportRow> = {}): ImportRow => ({
   product_id: null,
   updated_at: 1000,
   photo_count: 1,
+  worked_by: null,
+  queued_on: null,
   ...patch,
 });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { ImportProgress } from "../bindings/ImportProgress";
 import type { ImportRow } from "../bindings/ImportRow";
-import { batchLine, describeEnqueue, formatEta, formatSince, formatThroughput, looksLikeText, percentDone, rowDetail, statusLine } from "./importing";
+import { batchLine, describeEnqueue, formatEta, formatSince, formatThroughput, looksLikeText, percentDone, rowDetail, statusLine, workedByText } from "./importing";
 
 function progress(overrides: Partial<ImportProgress> = {}): ImportProgress {
   return {
@@ -38,6 +38,8 @@ function row(overrides: Partial<ImportRow> = {}): ImportRow {
     product_id: null,
     updated_at: 0,
     photo_count: 1,
+    worked_by: null,
+    queued_on: null,
     ...overrides,
   };
 }
@@ -112,6 +114,13 @@ describe("rows", () => {
     expect(looksLikeText(row({ looks_like: { kind: "product", product_id: 12, name: "Granola", distance: 3 } }))).toBe("Looks like product #12 “Granola”");
     expect(looksLikeText(row({ looks_like: { kind: "item", item_id: 2, path: "/x/b.jpg", name: null, distance: 1 } }))).toBe("Looks like b.jpg in this import");
     expect(looksLikeText(row())).toBeNull();
+  });
+  it("says which desktop of a team works an item, and where it was queued when elsewhere", () => {
+    expect(workedByText(row({ worked_by: "bob@desk-2 #4711", queued_on: "desk-2" }))).toBe("bob@desk-2");
+    expect(workedByText(row({ worked_by: "bob@desk-2 #4711", queued_on: "desk-1" }))).toBe("bob@desk-2 (queued on desk-1)");
+    expect(workedByText(row({ worked_by: "bob@desk-2 #4711", queued_on: null }))).toBe("bob@desk-2");
+    expect(workedByText(row({ worked_by: null, queued_on: "desk-1" }))).toBeNull();
+    expect(workedByText(row())).toBeNull();
   });
 });
 

@@ -123,6 +123,18 @@ export function rowDetail(row: ImportRow): string {
   return "";
 }
 
+/**
+ * On a team catalog, who works an item now and where its files are: "bob@desk-2" (the desktop's
+ * process number left out), with "queued on desk-1" when another computer queued it. Null when
+ * no desktop holds it (and always on a local catalog).
+ */
+export function workedByText(row: ImportRow): string | null {
+  if (!row.worked_by) return null;
+  const desktop = row.worked_by.replace(/ #\d+$/, "");
+  const host = desktop.includes("@") ? desktop.slice(desktop.indexOf("@") + 1) : desktop;
+  return row.queued_on && row.queued_on !== host ? `${desktop} (queued on ${row.queued_on})` : desktop;
+}
+
 /** "looks like product #12 “Granola” (distance 3)" for a near-duplicate hint. */
 export function looksLikeText(row: ImportRow): string | null {
   const hint = row.looks_like;

@@ -3,10 +3,28 @@
 
 use base64::Engine as _;
 use rusqlite::types::Type;
+use rusqlite::types::ValueRef;
 use rusqlite::Row;
 use serde::de::DeserializeOwned;
 
 use super::error::CatalogError;
+
+/// A row of either backend's, read by column (a `rusqlite::Row`, or the seam's `DbRow`).
+pub(super) trait Columns {
+    fn value(&self, idx: usize) -> rusqlite::Result<ValueRef<'_>>;
+}
+
+impl Columns for Row<'_> {
+    fn value(&self, idx: usize) -> rusqlite::Result<ValueRef<'_>> {
+        self.get_ref(idx)
+    }
+}
+
+impl Columns for super::db::DbRow<'_> {
+    fn value(&self, idx: usize) -> rusqlite::Result<ValueRef<'_>> {
+        self.get_ref(idx)
+    }
+}
 
 /// A `u64` as an INTEGER parameter; one that does not fit is `Invalid`, naming `field`.
 pub(super) fn to_i64(field: &str, value: u64) -> Result<i64, CatalogError> {
@@ -14,14 +32,14 @@ pub(super) fn to_i64(field: &str, value: u64) -> Result<i64, CatalogError> {
 }
 
 /// A non-negative INTEGER column (rusqlite reads `u64` only with a feature we do not need).
-pub(super) fn get_u64(row: &Row<'_>, idx: usize) -> rusqlite::Result<u64> {
-    let value: i64 = row.get(idx)?;
+pub(super) fn get_u64(row: &impl Columns, idx: usize) -> rusqlite::Result<u64> {
+    let value: i64 = row.value(idx)?.as_i64()?;
     u64::try_from(value).map_err(|_| rusqlite::Error::IntegralValueOutOfRange(idx, value))
 }
 
 /// A nullable JSON text column, parsed.
-pub(super) fn json_column<T: DeserializeOwned>(row: &Row<'_>, idx: usize) -> rusqlite::Result<Option<T>> {
-    match row.get_ref(idx)?.as_str_or_null()? {
+pub(super) fn json_column<T: DeserializeOwned>(row: &impl Columns, idx: usize) -> rusqlite::Result<Option<T>> {
+    match row.value(idx)?.as_str_or_null()? {
         None => Ok(None),
         Some(text) => serde_json::from_str(text)
             .map(Some)

@@ -230,7 +230,16 @@ pub const TABLES: &[Table] = &[
             ("batch_id", Int),
             ("barcodes_json", Json),
             ("group_json", Text),
+            ("lease_owner", Text),
+            ("lease_until", Int),
+            ("queued_on", Text),
         ],
+    },
+    Table {
+        name: "import_item_unreadable",
+        key: &["item_id", "host"],
+        identity: false,
+        columns: &[("item_id", Int), ("host", Text)],
     },
     Table {
         name: "import_item_photos",

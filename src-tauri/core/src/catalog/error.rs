@@ -55,20 +55,21 @@ pub enum CatalogError {
     /// The catalog thread is gone (it cannot accept jobs any more).
     #[error("the catalog is closed")]
     Closed,
-    /// The catalog is on a PostgreSQL server, where this operation does not work yet (browsing,
-    /// searching, showing, editing and exporting products do; see
-    /// [`super::server::SERVER_OPERATIONS`]). `url` has its password masked.
+    /// The catalog is on a PostgreSQL server, where this operation does not work: a SQLite file's
+    /// own backup and restore (a server has its own), and overnight (batch) imports. `url` has its
+    /// password masked.
     #[error(
-        "the team catalog on a PostgreSQL server ({url}) does not support {operation} yet: on a server \
-         catalog, products can be listed, searched, shown, edited, deleted and exported, and \
-         `catalog check` / `catalog copy` work; for {operation}, use the local catalog (remove \
-         --catalog, PRODUCT_EXTRACTOR_CATALOG_URL or [catalog] url)"
+        "the team catalog on a PostgreSQL server ({url}) does not support {operation}: everything else          (imports, extraction, review, editing, export, the cost report) works on it; for {operation},          use the local catalog (remove --catalog, PRODUCT_EXTRACTOR_CATALOG_URL or [catalog] url)"
     )]
     ServerNotSupported { operation: String, url: String },
     /// The server catalog failed (unreachable, refused, a statement failed); the message says
     /// what to check.
     #[error(transparent)]
     Server(#[from] super::server::ServerError),
+    /// Another desktop changed the same rows at the same moment, again and again: nothing was
+    /// changed. (A single race is run again without telling anyone.)
+    #[error("other desktops kept changing the same catalog rows at the same moment; nothing was changed, try again")]
+    Contended,
     /// A job panicked on the catalog thread. Its transaction was rolled back and the catalog keeps
     /// serving later calls.
     #[error("a catalog operation panicked: {message}")]
@@ -96,6 +97,7 @@ impl Coded for CatalogError {
             | Self::Json(_)
             | Self::Spawn(_)
             | Self::Closed
+            | Self::Contended
             | Self::ServerNotSupported { .. }
             | Self::Panicked { .. } => ErrorCode::Catalog,
         }

@@ -38,6 +38,7 @@ pub const MIGRATIONS: &[Migration] = &[
     },
     Migration { version: 11, name: "0011_product_photos", sql: include_str!("migrations/0011_product_photos.sql") },
     Migration { version: 12, name: "0012_photo_host", sql: include_str!("migrations/0012_photo_host.sql") },
+    Migration { version: 13, name: "0013_leases", sql: include_str!("migrations/0013_leases.sql") },
 ];
 
 /// The schema version this build writes.

@@ -66,10 +66,10 @@
 mod backup;
 mod columns;
 pub mod copy;
+pub(crate) mod db;
 mod db_thread;
 mod error;
 pub mod export;
-pub mod leases;
 mod listing;
 pub mod migrations;
 pub(crate) mod queries;
@@ -124,8 +124,8 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A handle to the catalog: a SQLite file (the default) or a team catalog on a PostgreSQL server
 /// (issue 13). Cloning is cheap and every clone talks to the same thread or pool. The methods are
-/// the same for both; the ones a server catalog does not support yet return
-/// [`CatalogError::ServerNotSupported`] (see [`server::SERVER_OPERATIONS`]).
+/// the same for both; the SQLite file's own (backup, restore, [`Catalog::with_connection`]) return
+/// [`CatalogError::ServerNotSupported`] on a server.
 #[derive(Clone)]
 pub struct Catalog {
     shared: Arc<Shared>,
@@ -270,39 +270,39 @@ impl Catalog {
     /// Records a photo, or, if the same bytes (SHA-256) were recorded before, returns that photo
     /// and updates where it was last seen.
     pub async fn record_photo(&self, photo: NewPhoto) -> Result<PhotoId, CatalogError> {
-        self.run("extracting photos", move |conn| queries::record_photo(conn, &photo)).await
+        self.run_db(move |db| queries::record_photo(db, &photo)).await
     }
 
     /// Appends an attempt to the audit trail. `NotFound` if the photo does not exist.
     pub async fn record_attempt(&self, attempt: NewAttempt) -> Result<AttemptId, CatalogError> {
-        self.run("extracting photos", move |conn| queries::record_attempt(conn, &attempt)).await
+        self.run_db(move |db| queries::record_attempt(db, &attempt)).await
     }
 
     /// The photo's attempts, oldest first.
     pub async fn attempts(&self, photo: PhotoId) -> Result<Vec<AttemptRecord>, CatalogError> {
-        self.run("a photo's attempts", move |conn| queries::attempts(conn, photo)).await
+        self.run_db(move |db| queries::attempts(db, photo)).await
     }
 
     /// Tokens and cost per local day and model from `since` (unix ms), oldest first;
     /// `utc_offset_ms` is the local time's offset from UTC.
     pub async fn usage_by_day(&self, since: i64, utc_offset_ms: i64) -> Result<Vec<UsageDay>, CatalogError> {
-        self.run("the cost report", move |conn| usage::usage_by_day(conn, since, utc_offset_ms)).await
+        self.run_db(move |db| usage::usage_by_day(db, since, utc_offset_ms)).await
     }
 
     /// Tokens and cost of the attempts started in `[from, to)` (unix ms).
     pub async fn spent_between(&self, from: i64, to: i64) -> Result<CostTotal, CatalogError> {
-        self.run("the cost report", move |conn| usage::spent_between(conn, from, to)).await
+        self.run_db(move |db| usage::spent_between(db, from, to)).await
     }
 
     /// Tokens and cost of every attempt for a photo.
     pub async fn photo_cost(&self, photo: PhotoId) -> Result<CostTotal, CatalogError> {
-        self.run("the cost report", move |conn| usage::photo_cost(conn, photo)).await
+        self.run_db(move |db| usage::photo_cost(db, photo)).await
     }
 
     /// The average of the newest billed calls to `model` (the id called); `None` before the first.
     pub async fn measured_call(&self, model: &str) -> Result<Option<MeasuredCall>, CatalogError> {
         let model = model.to_string();
-        self.run("the cost estimate", move |conn| usage::measured_call(conn, &model)).await
+        self.run_db(move |db| usage::measured_call(db, &model)).await
     }
 
     /// Saves the reviewer's product for a photo, in one transaction, as a new revision (source
@@ -316,7 +316,7 @@ impl Catalog {
     /// Refused: a product with invalid fields (`Invalid`, naming them), an attempt of another
     /// photo (`Invalid`), a missing photo or attempt (`NotFound`).
     pub async fn save_product(&self, save: SaveProduct) -> Result<ProductRecord, CatalogError> {
-        self.run("saving a reviewed product", move |conn| queries::save_product(conn, &save)).await
+        self.run_db(move |db| queries::save_product(db, &save)).await
     }
 
     /// Saves an edit of a product as a new revision, if nobody saved it since the editor opened
@@ -456,7 +456,7 @@ impl Catalog {
         if let Some(server) = self.server() {
             return server_products::get_product(server, id).await;
         }
-        self.run("showing a product", move |conn| queries::get_product(conn, id)).await
+        self.run("showing a product", move |conn| queries::get_product(&db::Db::Sqlite(conn), id)).await
     }
 
     /// Every photo of a product, in the order they were sent (its first, then `product_photos`).
@@ -533,6 +533,51 @@ impl Catalog {
         self.run("the import queue", f).await
     }
 
+    /// Runs `f` with a synchronous [`db::Db`] on either backend: on the SQLite catalog's thread, or
+    /// on the blocking pool with a connection from the server's pool (each statement waits with
+    /// the runtime's `block_on`). On a server, a transaction that lost a race with another
+    /// desktop ([`CatalogError::Contended`]) is run again, up to [`CONTENTION_RETRIES`] times,
+    /// so `f` must only change the database (it may run more than once).
+    pub(crate) async fn run_db<R, E, F>(&self, mut f: F) -> Result<R, E>
+    where
+        R: Send + 'static,
+        E: From<CatalogError> + db::Contention + Send + 'static,
+        F: FnMut(&db::Db<'_>) -> Result<R, E> + Send + 'static,
+    {
+        let server = match &*self.shared {
+            Shared::Local { jobs, .. } => {
+                let (job, reply) = db_thread::job(move |conn| Ok(f(&db::Db::Sqlite(conn))));
+                jobs.send(job).map_err(|_| E::from(CatalogError::Closed))?;
+                return reply.await.map_err(|_| E::from(CatalogError::Closed))?.map_err(E::from)?;
+            }
+            Shared::Server(server) => server,
+        };
+        let client = server.client().await.map_err(|e| E::from(CatalogError::from(e)))?;
+        let session = db::PgSession::new(
+            client,
+            tokio::runtime::Handle::current(),
+            server.url().to_string(),
+            server.user().to_string(),
+            server.desktop().to_string(),
+        );
+        tokio::task::spawn_blocking(move || {
+            let mut retries = 0;
+            let result = loop {
+                match f(&db::Db::Postgres(&session)) {
+                    Err(e) if e.is_contention() && retries < CONTENTION_RETRIES => {
+                        retries += 1;
+                        std::thread::sleep(contention_pause(retries));
+                    }
+                    result => break result,
+                }
+            };
+            session.finish();
+            result
+        })
+        .await
+        .map_err(|e| E::from(CatalogError::Panicked { message: e.to_string() }))?
+    }
+
     /// Runs `f` on the SQLite catalog's thread; on a server catalog, the typed refusal of
     /// `operation` (what the user asked for, in words).
     async fn run<R, F>(&self, operation: &str, f: F) -> Result<R, CatalogError>
@@ -553,6 +598,17 @@ impl Catalog {
         jobs.send(job).map_err(|_| CatalogError::Closed)?;
         reply.await.map_err(|_| CatalogError::Closed)?
     }
+}
+
+/// How many times a server transaction that raced another desktop's is run again.
+pub(crate) const CONTENTION_RETRIES: u32 = 8;
+
+/// A random pause before running a raced transaction again, longer after each try, so two
+/// desktops that collided do not collide again.
+fn contention_pause(retry: u32) -> Duration {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().subsec_nanos();
+    let jitter = u64::from(nanos % 1000) * u64::from(retry.min(6)) * 20;
+    Duration::from_micros(2_000 + jitter)
 }
 
 /// Per-connection settings; `journal_mode = WAL` also persists in the file.

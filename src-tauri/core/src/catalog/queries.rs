@@ -2,9 +2,10 @@
 //! every function that writes does so in one short `BEGIN IMMEDIATE` transaction.
 
 use rusqlite::types::Type;
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use super::columns::{conversion_error, get_u64, json_column, to_i64};
+use super::db::{Db, Dialect, OptionalRow};
 // `import::store` reads the thumbnail helper from here.
 pub(crate) use super::columns::thumbnail_url;
 use super::records::*;
@@ -14,13 +15,13 @@ use crate::error::ErrorCode;
 use crate::pricing::Usd;
 use crate::product::{FlagKind, Product};
 
-pub(super) fn record_photo(conn: &mut Connection, photo: &NewPhoto) -> Result<PhotoId, CatalogError> {
+pub(super) fn record_photo(conn: &Db<'_>, photo: &NewPhoto) -> Result<PhotoId, CatalogError> {
     let sha256 = photo.sha256.to_ascii_lowercase();
     if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(CatalogError::invalid("sha256", "must be 64 hexadecimal digits"));
     }
     let file_bytes = to_i64("file_bytes", photo.file_bytes)?;
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = conn.transaction()?;
     let id = tx.query_row(
         "INSERT INTO photos (sha256, original_path, file_bytes, width, height, format, thumbnail_jpeg,
                              first_seen_at, last_seen_at, original_path_bytes, original_host)
@@ -29,7 +30,8 @@ pub(super) fn record_photo(conn: &mut Connection, photo: &NewPhoto) -> Result<Ph
              original_path = excluded.original_path,
              original_path_bytes = excluded.original_path_bytes,
              original_host = excluded.original_host,
-             last_seen_at = max(last_seen_at, excluded.last_seen_at)
+             last_seen_at = CASE WHEN photos.last_seen_at > excluded.last_seen_at THEN photos.last_seen_at
+                                 ELSE excluded.last_seen_at END
          RETURNING id",
         params![
             sha256,
@@ -49,8 +51,8 @@ pub(super) fn record_photo(conn: &mut Connection, photo: &NewPhoto) -> Result<Ph
     Ok(id)
 }
 
-pub(super) fn record_attempt(conn: &mut Connection, attempt: &NewAttempt) -> Result<AttemptId, CatalogError> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+pub(super) fn record_attempt(conn: &Db<'_>, attempt: &NewAttempt) -> Result<AttemptId, CatalogError> {
+    let tx = conn.transaction()?;
     let id = record_attempt_in(&tx, attempt)?;
     tx.commit()?;
     Ok(id)
@@ -58,7 +60,7 @@ pub(super) fn record_attempt(conn: &mut Connection, attempt: &NewAttempt) -> Res
 
 /// [`record_attempt`] inside the caller's transaction (the import queue records an attempt
 /// together with its item's new state).
-pub(super) fn record_attempt_in(tx: &Connection, attempt: &NewAttempt) -> Result<AttemptId, CatalogError> {
+pub(super) fn record_attempt_in(tx: &Db<'_>, attempt: &NewAttempt) -> Result<AttemptId, CatalogError> {
     if attempt.model.trim().is_empty() {
         return Err(CatalogError::invalid("model", "a model id is required"));
     }
@@ -143,49 +145,50 @@ pub(super) fn photo_thumbnail(conn: &Connection, photo: PhotoId) -> Result<Optio
         .optional()?)
 }
 
-pub(super) fn attempts(conn: &Connection, photo: PhotoId) -> Result<Vec<AttemptRecord>, CatalogError> {
-    let mut stmt = conn.prepare_cached(
+pub(super) fn attempts(conn: &Db<'_>, photo: PhotoId) -> Result<Vec<AttemptRecord>, CatalogError> {
+    let rows = conn.query_map(
         "SELECT id, photo_id, model, started_at, latency_ms, prompt_tokens, output_tokens, thoughts_tokens,
-                total_tokens, outcome, error_code, error_message, proposal_json, raw_response,
+                total_tokens, outcome, error_code, error_message, CAST(proposal_json AS TEXT), raw_response,
                 cached_tokens, model_version, cost_nanos, batch
          FROM attempts WHERE photo_id = ?1 ORDER BY id",
+        params![photo],
+        |row| {
+            let outcome = match row.get_ref(9)?.as_str()? {
+                "proposed" => AttemptOutcomeKind::Proposed,
+                "failed" => AttemptOutcomeKind::Failed,
+                other => return Err(conversion_error(9, format!("unknown outcome {other:?}"))),
+            };
+            let error_code = match row.get::<Option<String>>(10)? {
+                Some(code) => Some(parse_error_code(10, &code)?),
+                None => None,
+            };
+            Ok(AttemptRecord {
+                id: row.get(0)?,
+                photo_id: row.get(1)?,
+                model: row.get(2)?,
+                started_at: row.get(3)?,
+                latency_ms: get_u64(row, 4)?,
+                prompt_tokens: row.get(5)?,
+                output_tokens: row.get(6)?,
+                thoughts_tokens: row.get(7)?,
+                total_tokens: row.get(8)?,
+                outcome,
+                error_code,
+                error_message: row.get(11)?,
+                proposal: json_column(row, 12)?,
+                raw_response: row.get(13)?,
+                cached_tokens: row.get(14)?,
+                model_version: row.get(15)?,
+                cost_usd: row.get::<Option<i64>>(16)?.map(Usd::from_nanos),
+                batch: row.get(17)?,
+            })
+        },
     )?;
-    let rows = stmt.query_map([photo], |row| {
-        let outcome = match row.get_ref(9)?.as_str()? {
-            "proposed" => AttemptOutcomeKind::Proposed,
-            "failed" => AttemptOutcomeKind::Failed,
-            other => return Err(conversion_error(9, format!("unknown outcome {other:?}"))),
-        };
-        let error_code = match row.get::<_, Option<String>>(10)? {
-            Some(code) => Some(parse_error_code(10, &code)?),
-            None => None,
-        };
-        Ok(AttemptRecord {
-            id: row.get(0)?,
-            photo_id: row.get(1)?,
-            model: row.get(2)?,
-            started_at: row.get(3)?,
-            latency_ms: get_u64(row, 4)?,
-            prompt_tokens: row.get(5)?,
-            output_tokens: row.get(6)?,
-            thoughts_tokens: row.get(7)?,
-            total_tokens: row.get(8)?,
-            outcome,
-            error_code,
-            error_message: row.get(11)?,
-            proposal: json_column(row, 12)?,
-            raw_response: row.get(13)?,
-            cached_tokens: row.get(14)?,
-            model_version: row.get(15)?,
-            cost_usd: row.get::<_, Option<i64>>(16)?.map(Usd::from_nanos),
-            batch: row.get(17)?,
-        })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    Ok(rows)
 }
 
-pub(super) fn save_product(conn: &mut Connection, save: &SaveProduct) -> Result<ProductRecord, CatalogError> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+pub(super) fn save_product(conn: &Db<'_>, save: &SaveProduct) -> Result<ProductRecord, CatalogError> {
+    let tx = conn.transaction()?;
     let record = save_product_in(&tx, save, RevisionSource::Review)?;
     tx.commit()?;
     Ok(record)
@@ -194,7 +197,7 @@ pub(super) fn save_product(conn: &mut Connection, save: &SaveProduct) -> Result<
 /// [`save_product`] inside the caller's transaction, recording `source` in the history (the
 /// import queue saves a product together with its item's `saved`, as [`RevisionSource::Import`]).
 pub(super) fn save_product_in(
-    tx: &Connection,
+    tx: &Db<'_>,
     save: &SaveProduct,
     source: RevisionSource,
 ) -> Result<ProductRecord, CatalogError> {
@@ -222,11 +225,11 @@ pub(super) fn save_product_in(
                                price_amount, price_currency, gtin, flagged, created_at, updated_at, updated_by)
          VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13)
          ON CONFLICT (photo_id) WHERE duplicate_of IS NULL DO UPDATE SET
-             attempt_id = coalesce(excluded.attempt_id, attempt_id),
-             proposed_json = CASE WHEN excluded.attempt_id IS NULL THEN proposed_json
+             attempt_id = coalesce(excluded.attempt_id, products.attempt_id),
+             proposed_json = CASE WHEN excluded.attempt_id IS NULL THEN products.proposed_json
                                   ELSE excluded.proposed_json END,
              saved_json = excluded.saved_json,
-             revision = revision + 1,
+             revision = products.revision + 1,
              name = excluded.name,
              brand = excluded.brand,
              category = excluded.category,
@@ -257,6 +260,10 @@ pub(super) fn save_product_in(
         |row| row.get(0),
     )?;
     insert_revision(tx, id, source)?;
+    if tx.dialect() == Dialect::Postgres {
+        // The other desktops hear of it when this transaction commits (see `server_changes`).
+        tx.execute("SELECT pg_notify(?1, ?2)", params![super::server_changes::CHANNEL, id.to_string()])?;
+    }
     get_product(tx, id)
 }
 
@@ -300,24 +307,26 @@ impl<'a> ListingColumns<'a> {
 
 /// The photo an attempt belongs to and its proposal (`None` when it failed); `NotFound` if the
 /// attempt does not exist.
-pub(super) fn attempt_of(conn: &Connection, attempt: AttemptId) -> Result<(PhotoId, Option<String>), CatalogError> {
-    conn.query_row("SELECT photo_id, proposal_json FROM attempts WHERE id = ?1", [attempt], |row| {
-        Ok((row.get(0)?, row.get(1)?))
-    })
+pub(super) fn attempt_of(conn: &Db<'_>, attempt: AttemptId) -> Result<(PhotoId, Option<String>), CatalogError> {
+    conn.query_row(
+        "SELECT photo_id, CAST(proposal_json AS TEXT) FROM attempts WHERE id = ?1",
+        params![attempt],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )
     .optional()?
     .ok_or(CatalogError::NotFound { what: "attempt", id: attempt })
 }
 
 /// Appends the product's current state to its history, as revision `products.revision`. Every
 /// write of `saved_json` calls this in the same transaction.
-pub(super) fn insert_revision(conn: &Connection, id: ProductId, source: RevisionSource) -> Result<(), CatalogError> {
-    conn.prepare_cached(
+pub(super) fn insert_revision(conn: &Db<'_>, id: ProductId, source: RevisionSource) -> Result<(), CatalogError> {
+    conn.execute(
         "INSERT INTO product_revisions (product_id, revision, saved_json, proposed_json, attempt_id, source,
                                         saved_by, saved_at)
          SELECT id, revision, saved_json, proposed_json, attempt_id, ?2, updated_by, updated_at
          FROM products WHERE id = ?1",
-    )?
-    .execute(params![id, source.as_str()])?;
+        params![id, source.as_str()],
+    )?;
     Ok(())
 }
 
@@ -386,32 +395,34 @@ impl StoredProduct {
     }
 }
 
-pub(super) fn get_product(conn: &Connection, id: ProductId) -> Result<ProductRecord, CatalogError> {
-    let mut stmt =
-        conn.prepare_cached(&format!("SELECT {PRODUCT_RECORD_COLUMNS} FROM {PRODUCT_RECORD_FROM} WHERE p.id = ?1"))?;
-    let stored = stmt
-        .query_row([id], |row| {
-            Ok(StoredProduct {
-                id: row.get(0)?,
-                photo_id: row.get(1)?,
-                attempt_id: row.get(2)?,
-                proposed_json: row.get(3)?,
-                saved_json: row.get(4)?,
-                revision: row.get(5)?,
-                created_at: row.get(6)?,
-                updated_at: row.get(7)?,
-                sha256: row.get(8)?,
-                original_path: row.get(9)?,
-                thumbnail_jpeg: row.get(10)?,
-                updated_by: row.get(11)?,
-                duplicate_of: row.get(12)?,
-                deleted_at: row.get(13)?,
-                deleted_by: row.get(14)?,
-                original_path_bytes: row.get(15)?,
-                barcodes_json: row.get(16)?,
-                original_host: row.get(17)?,
-            })
-        })
+pub(super) fn get_product(conn: &Db<'_>, id: ProductId) -> Result<ProductRecord, CatalogError> {
+    let stored = conn
+        .query_row(
+            &format!("SELECT {PRODUCT_RECORD_COLUMNS} FROM {PRODUCT_RECORD_FROM} WHERE p.id = ?1"),
+            params![id],
+            |row| {
+                Ok(StoredProduct {
+                    id: row.get(0)?,
+                    photo_id: row.get(1)?,
+                    attempt_id: row.get(2)?,
+                    proposed_json: row.get(3)?,
+                    saved_json: row.get(4)?,
+                    revision: row.get(5)?,
+                    created_at: row.get(6)?,
+                    updated_at: row.get(7)?,
+                    sha256: row.get(8)?,
+                    original_path: row.get(9)?,
+                    thumbnail_jpeg: row.get(10)?,
+                    updated_by: row.get(11)?,
+                    duplicate_of: row.get(12)?,
+                    deleted_at: row.get(13)?,
+                    deleted_by: row.get(14)?,
+                    original_path_bytes: row.get(15)?,
+                    barcodes_json: row.get(16)?,
+                    original_host: row.get(17)?,
+                })
+            },
+        )
         .optional()?
         .ok_or(CatalogError::NotFound { what: "product", id })?;
     stored.into_record()
@@ -426,8 +437,9 @@ pub(super) fn product_for_photo(conn: &Connection, photo: PhotoId) -> Result<Opt
 }
 
 /// The API checks references itself, so callers get `NotFound` rather than a foreign key error.
-pub(super) fn require_photo(conn: &Connection, photo: PhotoId) -> Result<(), CatalogError> {
-    let exists: bool = conn.query_row("SELECT EXISTS (SELECT 1 FROM photos WHERE id = ?1)", [photo], |r| r.get(0))?;
+pub(super) fn require_photo(conn: &Db<'_>, photo: PhotoId) -> Result<(), CatalogError> {
+    let exists: bool =
+        conn.query_row("SELECT EXISTS (SELECT 1 FROM photos WHERE id = ?1)", params![photo], |r| r.get(0))?;
     if exists {
         Ok(())
     } else {

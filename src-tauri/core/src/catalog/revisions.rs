@@ -8,6 +8,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
+use super::db::Db;
 use super::queries::{attempt_of, get_product, insert_revision, refuse_invalid, ListingColumns};
 use super::records::*;
 use super::CatalogError;
@@ -143,13 +144,13 @@ pub(super) fn update_product(conn: &mut Connection, update: &UpdateProduct) -> R
     let proposal = match update.attempt_id {
         None => None,
         Some(attempt) => {
-            let (photo, proposal) = attempt_of(&tx, attempt)?;
+            let (photo, proposal) = attempt_of(&Db::Sqlite(&tx), attempt)?;
             Some(current.proposal_of(id, attempt, photo, proposal)?)
         }
     };
     if proposal.is_none() && saved_json == current.saved_json {
         // Nothing changes: no new revision.
-        return get_product(&tx, id);
+        return get_product(&Db::Sqlite(&tx), id);
     }
     tx.execute(
         "UPDATE products SET
@@ -176,8 +177,8 @@ pub(super) fn update_product(conn: &mut Connection, update: &UpdateProduct) -> R
             update.saved_by,
         ],
     )?;
-    insert_revision(&tx, id, update.source)?;
-    let record = get_product(&tx, id)?;
+    insert_revision(&Db::Sqlite(&tx), id, update.source)?;
+    let record = get_product(&Db::Sqlite(&tx), id)?;
     tx.commit()?;
     Ok(record)
 }
@@ -211,7 +212,7 @@ pub(super) fn delete_product(
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     live(&tx, id)?;
     tx.execute("UPDATE products SET deleted_at = ?2, deleted_by = ?3 WHERE id = ?1", params![id, at, by])?;
-    let record = get_product(&tx, id)?;
+    let record = get_product(&Db::Sqlite(&tx), id)?;
     tx.commit()?;
     Ok(record)
 }
@@ -245,7 +246,7 @@ pub(super) fn undelete_product(
         }
     }
     tx.execute("UPDATE products SET deleted_at = NULL, deleted_by = NULL WHERE id = ?1", [id])?;
-    let record = get_product(&tx, id)?;
+    let record = get_product(&Db::Sqlite(&tx), id)?;
     tx.commit()?;
     tracing::info!(product_id = id, by, at, "product undeleted");
     Ok(record)
@@ -285,8 +286,8 @@ pub(super) fn duplicate_product(
         ],
         |row| row.get(0),
     )?;
-    insert_revision(&tx, copy, RevisionSource::Duplicate)?;
-    let record = get_product(&tx, copy)?;
+    insert_revision(&Db::Sqlite(&tx), copy, RevisionSource::Duplicate)?;
+    let record = get_product(&Db::Sqlite(&tx), copy)?;
     tx.commit()?;
     Ok(record)
 }

@@ -41,6 +41,7 @@ pub const SERVER_MIGRATIONS: &[Migration] = &[
     Migration { version: 5, name: "pg/0005_search_table", sql: include_str!("migrations/pg/0005_search_table.sql") },
     Migration { version: 6, name: "pg/0006_facet_indexes", sql: include_str!("migrations/pg/0006_facet_indexes.sql") },
     Migration { version: 7, name: "pg/0007_photo_host", sql: include_str!("migrations/pg/0007_photo_host.sql") },
+    Migration { version: 8, name: "pg/0008_shared_queue", sql: include_str!("migrations/pg/0008_shared_queue.sql") },
 ];
 
 /// The server schema version this build writes.
@@ -258,7 +259,7 @@ impl Coded for ServerError {
 
 impl ServerError {
     /// Classifies a driver error met while talking to `url` as `user`.
-    fn from_driver(e: &tokio_postgres::Error, url: &str, user: &str) -> Self {
+    pub(crate) fn from_driver(e: &tokio_postgres::Error, url: &str, user: &str) -> Self {
         let url = url.to_string();
         if let Some(db) = e.as_db_error() {
             let message = db.message().to_string();
@@ -399,6 +400,18 @@ fn split_pgpass(line: &str) -> Vec<String> {
     fields
 }
 
+/// A desktop's name on the shared queue: `user@host #pid`.
+pub(crate) fn desktop_name(user: &str, host: Option<&str>, pid: u32) -> String {
+    format!("{user}@{} #{pid}", host.unwrap_or("unknown-host"))
+}
+
+/// The computer a desktop name (`user@host #pid`) names: what "which desktop works which item"
+/// shows, and how a desktop knows its own items after a restart.
+pub fn desktop_host(desktop: &str) -> &str {
+    let host = desktop.split_once('@').map_or(desktop, |(_, rest)| rest);
+    host.rsplit_once(" #").map_or(host, |(host, _)| host)
+}
+
 /// What `catalog check` reports.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ServerCheck {
@@ -422,6 +435,8 @@ pub struct ServerCatalog {
     config: tokio_postgres::Config,
     /// The changes other desktops made, once something listens (see `server_changes`).
     pub(super) changes: super::server_changes::Changes,
+    /// This process as the shared queue knows it: who holds a lease (see [`Self::desktop`]).
+    desktop: String,
 }
 
 impl ServerCatalog {
@@ -459,7 +474,8 @@ impl ServerCatalog {
             .wait_timeout(Some(CONNECT_TIMEOUT * 2))
             .build()
             .map_err(|e| ServerError::Server { url: url.to_string(), message: e.to_string() })?;
-        let catalog = Self { pool, url: url.clone(), user, config, changes: Default::default() };
+        let desktop = desktop_name(&super::local_user(), super::local_host().as_deref(), std::process::id());
+        let catalog = Self { pool, url: url.clone(), user, config, changes: Default::default(), desktop };
         drop(catalog.client().await?);
         Ok(catalog)
     }
@@ -467,6 +483,25 @@ impl ServerCatalog {
     /// The URL, password masked.
     pub fn url(&self) -> &ServerUrl {
         &self.url
+    }
+
+    /// This process on the shared queue, `user@host #pid`: what a lease it holds says, and what
+    /// the Import view shows beside an item another desktop works. Two processes on one computer
+    /// (the window and a CLI import) are two desktops.
+    pub fn desktop(&self) -> &str {
+        &self.desktop
+    }
+
+    /// The same connection under another desktop name (`user@host #pid`): a test that plays
+    /// several desktops of a team in one process gives each its own.
+    pub fn with_desktop(mut self, desktop: impl Into<String>) -> Self {
+        self.desktop = desktop.into();
+        self
+    }
+
+    /// The user the pool connects as.
+    pub(crate) fn user(&self) -> &str {
+        &self.user
     }
 
     /// The resolved connection settings (password included: never print them).

@@ -4,25 +4,27 @@
 //! `product_revisions`); the import store reaches them through these functions, each taking the
 //! caller's open transaction.
 
-use rusqlite::{params, Connection};
+use rusqlite::params;
+
+use super::db::Db;
 
 use super::records::{AttemptId, NewAttempt, PhotoId, ProductId, ProductRecord, RevisionSource, SaveProduct};
 use super::CatalogError;
 
 /// Records an attempt (the audit trail) inside `tx`.
-pub(crate) fn record_attempt(tx: &Connection, attempt: &NewAttempt) -> Result<AttemptId, CatalogError> {
+pub(crate) fn record_attempt(tx: &Db<'_>, attempt: &NewAttempt) -> Result<AttemptId, CatalogError> {
     super::queries::record_attempt_in(tx, attempt)
 }
 
 /// Marks an attempt as answered through the Batch API batch `batch_name` (priced at the batch rate).
-pub(crate) fn mark_batch_attempt(tx: &Connection, attempt: AttemptId, batch_name: &str) -> Result<(), CatalogError> {
+pub(crate) fn mark_batch_attempt(tx: &Db<'_>, attempt: AttemptId, batch_name: &str) -> Result<(), CatalogError> {
     tx.execute("UPDATE attempts SET batch_name = ?2 WHERE id = ?1", params![attempt, batch_name])?;
     Ok(())
 }
 
 /// Saves a product (and its revision) inside `tx`.
 pub(crate) fn save_product(
-    tx: &Connection,
+    tx: &Db<'_>,
     save: &SaveProduct,
     source: RevisionSource,
 ) -> Result<ProductRecord, CatalogError> {
@@ -30,8 +32,8 @@ pub(crate) fn save_product(
 }
 
 /// A saved product's photos after its first (`product_photos`), replaced by `photos` in order.
-pub(crate) fn set_product_photos(tx: &Connection, product: ProductId, photos: &[PhotoId]) -> Result<(), CatalogError> {
-    tx.execute("DELETE FROM product_photos WHERE product_id = ?1", [product])?;
+pub(crate) fn set_product_photos(tx: &Db<'_>, product: ProductId, photos: &[PhotoId]) -> Result<(), CatalogError> {
+    tx.execute("DELETE FROM product_photos WHERE product_id = ?1", params![product])?;
     for (position, photo) in (1i64..).zip(photos) {
         tx.execute(
             "INSERT INTO product_photos (product_id, position, photo_id) VALUES (?1, ?2, ?3)",
@@ -42,18 +44,14 @@ pub(crate) fn set_product_photos(tx: &Connection, product: ProductId, photos: &[
 }
 
 /// Gives a photo its perceptual hash (16 hex digits), unless it has one.
-pub(crate) fn set_photo_phash(tx: &Connection, photo: PhotoId, phash_hex: &str) -> Result<(), CatalogError> {
+pub(crate) fn set_photo_phash(tx: &Db<'_>, photo: PhotoId, phash_hex: &str) -> Result<(), CatalogError> {
     tx.execute("UPDATE photos SET phash = ?2 WHERE id = ?1 AND phash IS NULL", params![photo, phash_hex])?;
     Ok(())
 }
 
 /// Removes a product a save created, only while it is still at `revision`, not deleted, and no
 /// product duplicates it (its history goes with it). True when it was removed.
-pub(crate) fn remove_unchanged_product(
-    tx: &Connection,
-    product: ProductId,
-    revision: u32,
-) -> Result<bool, CatalogError> {
+pub(crate) fn remove_unchanged_product(tx: &Db<'_>, product: ProductId, revision: u32) -> Result<bool, CatalogError> {
     Ok(tx.execute(
         "DELETE FROM products WHERE id = ?1 AND revision = ?2 AND deleted_at IS NULL
            AND NOT EXISTS (SELECT 1 FROM products d WHERE d.duplicate_of = ?1)",

@@ -2,10 +2,11 @@
 //! measured average call an estimate starts from. Reads only `attempts` (migration 0006 added
 //! the cost columns and the `started_at` index these range scans use).
 
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::params;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+use super::db::{Db, DbRow, Dialect, OptionalRow};
 use super::records::PhotoId;
 use super::CatalogError;
 use crate::pricing::{BilledTokens, Usd};
@@ -72,10 +73,10 @@ pub const MEASURED_CALLS: u32 = 200;
 
 const TOTAL_COLUMNS: &str = "count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(cached_tokens), 0),
      coalesce(sum(output_tokens), 0), coalesce(sum(cost_nanos), 0),
-     coalesce(sum(prompt_tokens IS NOT NULL AND cost_nanos IS NULL), 0)";
+     count(*) FILTER (WHERE prompt_tokens IS NOT NULL AND cost_nanos IS NULL)";
 
-fn total_at(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<CostTotal> {
-    let count = |i: usize| -> rusqlite::Result<u64> { Ok(row.get::<_, i64>(first + i)?.max(0) as u64) };
+fn total_at(row: &DbRow<'_>, first: usize) -> rusqlite::Result<CostTotal> {
+    let count = |i: usize| -> rusqlite::Result<u64> { Ok(row.get::<i64>(first + i)?.max(0) as u64) };
     Ok(CostTotal {
         calls: u32::try_from(count(0)?).unwrap_or(u32::MAX),
         input_tokens: count(1)?,
@@ -88,48 +89,52 @@ fn total_at(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<CostTotal
 
 /// Per local day and model, oldest first, from `since` (unix ms). `utc_offset_ms` is the local
 /// time's offset from UTC (the caller's clock: nothing here reads it).
-pub(super) fn usage_by_day(conn: &Connection, since: i64, utc_offset_ms: i64) -> Result<Vec<UsageDay>, CatalogError> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT date((started_at + ?2) / 1000, 'unixepoch') AS day, coalesce(model_version, model) AS m,
-                {TOTAL_COLUMNS}
-         FROM attempts WHERE started_at >= ?1 GROUP BY day, m ORDER BY day, m"
-    ))?;
-    let rows = stmt.query_map([since, utc_offset_ms], |row| {
-        Ok(UsageDay { day: row.get(0)?, model: row.get(1)?, total: total_at(row, 2)? })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+pub(super) fn usage_by_day(conn: &Db<'_>, since: i64, utc_offset_ms: i64) -> Result<Vec<UsageDay>, CatalogError> {
+    let day = match conn.dialect() {
+        Dialect::Sqlite => "date((started_at + ?2) / 1000, 'unixepoch')",
+        Dialect::Postgres => "to_char(to_timestamp((started_at + ?2) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
+    };
+    Ok(conn.query_map(
+        &format!(
+            "SELECT {day} AS day, coalesce(model_version, model) AS m, {TOTAL_COLUMNS}
+             FROM attempts WHERE started_at >= ?1 GROUP BY day, m ORDER BY day, m"
+        ),
+        params![since, utc_offset_ms],
+        |row| Ok(UsageDay { day: row.get(0)?, model: row.get(1)?, total: total_at(row, 2)? }),
+    )?)
 }
 
 /// The attempts started in `[from, to)` (unix ms).
-pub(super) fn spent_between(conn: &Connection, from: i64, to: i64) -> Result<CostTotal, CatalogError> {
+pub(super) fn spent_between(conn: &Db<'_>, from: i64, to: i64) -> Result<CostTotal, CatalogError> {
     let sql = format!("SELECT {TOTAL_COLUMNS} FROM attempts WHERE started_at >= ?1 AND started_at < ?2");
-    Ok(conn.prepare_cached(&sql)?.query_row([from, to], |row| total_at(row, 0))?)
+    Ok(conn.query_row(&sql, params![from, to], |row| total_at(row, 0))?)
 }
 
 /// Every attempt for a photo (a product's extractions, retries and failures included).
-pub(super) fn photo_cost(conn: &Connection, photo: PhotoId) -> Result<CostTotal, CatalogError> {
+pub(super) fn photo_cost(conn: &Db<'_>, photo: PhotoId) -> Result<CostTotal, CatalogError> {
     let sql = format!("SELECT {TOTAL_COLUMNS} FROM attempts WHERE photo_id = ?1");
-    Ok(conn.prepare_cached(&sql)?.query_row([photo], |row| total_at(row, 0))?)
+    Ok(conn.query_row(&sql, params![photo], |row| total_at(row, 0))?)
 }
 
 /// The average of the newest [`MEASURED_CALLS`] billed calls to `model`; `None` before the first.
-pub(super) fn measured_call(conn: &Connection, model: &str) -> Result<Option<MeasuredCall>, CatalogError> {
-    let (calls, input, cached, output): (i64, f64, f64, f64) = conn
-        .prepare_cached(
-            "SELECT count(*), coalesce(avg(prompt_tokens), 0), coalesce(avg(coalesce(cached_tokens, 0)), 0),
+pub(super) fn measured_call(conn: &Db<'_>, model: &str) -> Result<Option<MeasuredCall>, CatalogError> {
+    let (calls, input, cached, output): (i64, f64, f64, f64) = conn.query_row(
+        "SELECT count(*), coalesce(avg(prompt_tokens), 0), coalesce(avg(coalesce(cached_tokens, 0)), 0),
                 coalesce(avg(output_tokens), 0)
          FROM (SELECT prompt_tokens, cached_tokens, output_tokens FROM attempts
-               WHERE model = ?1 AND prompt_tokens IS NOT NULL ORDER BY id DESC LIMIT ?2)",
-        )?
-        .query_row(rusqlite::params![model, MEASURED_CALLS], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
+               WHERE model = ?1 AND prompt_tokens IS NOT NULL ORDER BY id DESC LIMIT ?2) AS recent",
+        params![model, MEASURED_CALLS],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+    )?;
     if calls == 0 {
         return Ok(None);
     }
     let model_version: Option<String> = conn
-        .prepare_cached(
+        .query_row(
             "SELECT model_version FROM attempts WHERE model = ?1 AND prompt_tokens IS NOT NULL ORDER BY id DESC LIMIT 1",
-        )?
-        .query_row([model], |r| r.get(0))
+            params![model],
+            |r| r.get(0),
+        )
         .optional()?
         .flatten();
     Ok(Some(MeasuredCall {

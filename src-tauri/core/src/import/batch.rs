@@ -430,7 +430,7 @@ async fn poll(shared: &Arc<Shared>, open: &OpenBatch) -> Result<(), PollError> {
                         conn,
                         batch,
                         phase,
-                        Some(&(code, reason)),
+                        Some(&(code, reason.clone())),
                         phase != BatchPhase::Cancelled,
                         max,
                         now,

@@ -100,8 +100,8 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
                 if scope == Origins::None {
                     Wait::Event
                 } else {
-                    let now = shared.now();
-                    match shared.counted(move |conn| store::claim_next(conn, scope, now)).await {
+                    let (now, lease) = (shared.now(), shared.options.lease);
+                    match shared.counted(move |conn| store::claim_next(conn, scope, lease, now)).await {
                         Ok(Counted { value: Some(item), counts, duplicates, seq }) => {
                             shared.item_changed(
                                 item.id,

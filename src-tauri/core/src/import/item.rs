@@ -32,7 +32,7 @@ use super::ImportError;
 use super::ItemId;
 use crate::catalog::PhotoId;
 use crate::error::{Coded, ErrorCode};
-use crate::intake::PreparedImage;
+use crate::intake::{IntakeError, PreparedImage};
 use crate::pipeline::{failing, ExtractError, GeminiOutcome, Pipeline};
 use crate::pricing::{self, Usd};
 use crate::resilience::{BreakerState, NotPermitted, SlotPolicy};
@@ -99,7 +99,18 @@ async fn work(shared: &Arc<Shared>, pipeline: &Pipeline, item: &Claimed) -> Resu
         prepare_photos(pipeline, item).await
     };
     let images = match prepared {
-        Ok(images) => images,
+        Ok(Some(images)) => images,
+        Ok(None) => {
+            // Another computer's photo this one cannot read: back to the queue for the desktops
+            // that can (its own, at least), not a failure.
+            let now = shared.now();
+            let back = shared.counted(move |conn| store::mark_unreadable(conn, id, now)).await?;
+            tracing::info!(item = id, "import: the item's files are not on this computer; left to the others");
+            if back.value {
+                shared.item_changed(id, ItemState::Queued, &back);
+            }
+            return Ok(());
+        }
         Err(error) => {
             let outcome =
                 Finish { id, from: ItemState::Preparing, to: ItemState::Failed, ..finish_error(&error, None, false) };
@@ -230,17 +241,33 @@ fn marked(
 /// The item's photos prepared, in order (its own, then the product's others): each decoded under
 /// the shared budget, one after another inside the item's prepare slot. A photo that cannot be
 /// prepared fails the item; another than the first is named in the error.
-async fn prepare_photos(pipeline: &Pipeline, item: &Claimed) -> Result<Vec<PreparedImage>, ExtractError> {
+///
+/// An item queued on another computer of a team ([`Claimed::elsewhere`]) is read here only if
+/// this computer sees the same files: each is hashed again, and `None` says one is missing here,
+/// unreadable, or holds other bytes than were queued (the item is then left to the others).
+async fn prepare_photos(pipeline: &Pipeline, item: &Claimed) -> Result<Option<Vec<PreparedImage>>, ExtractError> {
+    let photos = std::iter::once((&item.path, &item.sha256)).chain(item.more.iter().map(|m| (&m.path, &m.sha256)));
     let mut images = Vec::with_capacity(1 + item.more.len());
-    images.push(pipeline.prepare_known(&item.path.to_path_buf(), item.sha256.clone()).await?);
-    for (number, photo) in (2..).zip(&item.more) {
-        let image = pipeline
-            .prepare_known(&photo.path.to_path_buf(), photo.sha256.clone())
-            .await
-            .map_err(|source| ExtractError::ProductPhoto { file: photo.path.file_name(), number, source })?;
+    for (number, (path, sha256)) in (1..).zip(photos) {
+        let known = if item.elsewhere { None } else { sha256.clone() };
+        let image = match pipeline.prepare_known(&path.to_path_buf(), known).await {
+            Ok(image) if item.elsewhere && sha256.as_ref().is_some_and(|queued| *queued != image.sha256) => {
+                return Ok(None);
+            }
+            Ok(image) => image,
+            Err(IntakeError::Io { source, .. })
+                if item.elsewhere
+                    && matches!(source.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied) =>
+            {
+                return Ok(None);
+            }
+            Err(IntakeError::NotAFile { .. }) if item.elsewhere => return Ok(None),
+            Err(source) if number == 1 => return Err(source.into()),
+            Err(source) => return Err(ExtractError::ProductPhoto { file: path.file_name(), number, source }),
+        };
         images.push(image);
     }
-    Ok(images)
+    Ok(Some(images))
 }
 
 fn prepared_row(

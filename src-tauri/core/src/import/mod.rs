@@ -117,7 +117,15 @@ pub struct ImportOptions {
     pub follow_interval: Duration,
     /// Batch mode's chunks and polling.
     pub batch: BatchOptions,
+    /// On a team catalog (a server's shared queue): how long an item this desktop claimed stays
+    /// its own without a renewal (renewed every third of it while the desktop works). An item whose
+    /// desktop died goes back to the queue after this (at once when that desktop was a process of
+    /// this computer that is gone).
+    pub lease: Duration,
 }
+
+/// How long a desktop's claim on a shared queue's item holds without a renewal.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(60);
 
 /// Which queued items a process works.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -141,6 +149,7 @@ impl Default for ImportOptions {
             fail_fast: false,
             follow_interval: Duration::from_millis(500),
             batch: BatchOptions::default(),
+            lease: DEFAULT_LEASE,
         }
     }
 }
@@ -194,6 +203,18 @@ impl From<rusqlite::Error> for ImportError {
     }
 }
 
+impl From<crate::catalog::db::DbError> for ImportError {
+    fn from(e: crate::catalog::db::DbError) -> Self {
+        Self::Catalog(e.into())
+    }
+}
+
+impl crate::catalog::db::Contention for ImportError {
+    fn is_contention(&self) -> bool {
+        matches!(self, Self::Catalog(CatalogError::Contended))
+    }
+}
+
 impl From<serde_json::Error> for ImportError {
     fn from(e: serde_json::Error) -> Self {
         Self::Catalog(CatalogError::Json(e))
@@ -236,7 +257,9 @@ struct Inner {
     /// Held while this process works the queue: the OS releases it when the file closes or the
     /// process dies.
     lock: Mutex<Option<QueueLock>>,
-    lock_path: PathBuf,
+    /// The lock's file next to a SQLite catalog; `None` on a server, where desktops share the
+    /// queue under leases instead.
+    lock_path: Option<PathBuf>,
 }
 
 impl Drop for Inner {
@@ -260,14 +283,14 @@ impl ImportQueue {
     /// `options.autostart`). Otherwise it follows: [`ImportQueue::enqueue`] hands items to the
     /// process that works the queue, events and progress follow the database, and this one takes
     /// over when the queue is free. Needs a tokio runtime.
+    ///
+    /// On a team catalog (a PostgreSQL server) every desktop works the shared queue at once: there
+    /// is no lock; each claims items under a lease it renews (see `store::claim_next`,
+    /// `store::tend_leases`), and the items of a desktop that died go back to the queue when
+    /// their lease runs out.
     pub async fn open(pipeline: Pipeline, options: ImportOptions) -> Result<ImportQueue, ImportError> {
         let catalog = pipeline.catalog().clone();
-        let Some(file) = catalog.file() else {
-            // The team catalog's shared queue (leases on the server) is not driven yet.
-            let url = catalog.location();
-            return Err(crate::catalog::CatalogError::ServerNotSupported { operation: "imports".into(), url }.into());
-        };
-        let lock_path = QueueLock::path_for(file);
+        let lock_path = catalog.file().map(QueueLock::path_for);
         let shared = Arc::new(Shared::new(ImportStore::new(catalog), pipeline, options, Vec::new()));
         let queue = ImportQueue {
             inner: Arc::new(Inner { shared, tasks: Mutex::new(Vec::new()), lock: Mutex::new(None), lock_path }),
@@ -287,14 +310,25 @@ impl ImportQueue {
     /// Takes the queue lock if it is free and starts working the queue; false when another
     /// process holds it.
     async fn try_to_work(&self) -> Result<bool, ImportError> {
-        let path = self.inner.lock_path.clone();
-        let acquired = tokio::task::spawn_blocking(move || QueueLock::try_acquire(&path))
-            .await
-            .map_err(|source| ImportError::Task { what: "locking the import queue", source })??;
-        let Some(queue_lock) = acquired else { return Ok(false) };
+        let queue_lock = match self.inner.lock_path.clone() {
+            Some(path) => {
+                let acquired = tokio::task::spawn_blocking(move || QueueLock::try_acquire(&path))
+                    .await
+                    .map_err(|source| ImportError::Task { what: "locking the import queue", source })??;
+                let Some(queue_lock) = acquired else { return Ok(false) };
+                Some(queue_lock)
+            }
+            None => None,
+        };
         let shared = self.shared();
         let now = shared.now();
-        let resumed = shared.counted(move |conn| store::requeue_unfinished(conn, now)).await?;
+        let lease = shared.options.lease;
+        // Crash-resume: on SQLite everything a previous run left in flight; on a server only what
+        // a dead desktop left (a lease run out, or a process of this computer that is gone).
+        let resumed = match queue_lock {
+            Some(_) => shared.counted(move |conn| store::requeue_unfinished(conn, now)).await?,
+            None => shared.counted(move |conn| store::tend_leases(conn, lease, &process_alive, now)).await?,
+        };
         if resumed.value > 0 {
             tracing::info!(items = resumed.value, "import: unfinished items from an earlier run are queued again");
         }
@@ -305,7 +339,7 @@ impl ImportQueue {
                 near.insert(photo, hash);
             }
         }
-        *lock(&self.inner.lock) = Some(queue_lock);
+        *lock(&self.inner.lock) = queue_lock;
         shared.working.store(true, std::sync::atomic::Ordering::SeqCst);
         lock(&shared.control).driver_alive = true;
         shared.publish(&resumed, 0);
@@ -316,6 +350,10 @@ impl ImportQueue {
         }
         let batches = tokio::spawn(batch::run(shared.clone()));
         lock(&self.inner.tasks).extend([driver.abort_handle(), backfill.abort_handle(), batches.abort_handle()]);
+        if self.inner.lock_path.is_none() {
+            let leases = tokio::spawn(tend_leases(Arc::downgrade(shared)));
+            lock(&self.inner.tasks).push(leases.abort_handle());
+        }
         Ok(true)
     }
 
@@ -469,7 +507,7 @@ impl ImportQueue {
     /// invalid) and marks the item saved, in one transaction. The item must be `ready`.
     pub async fn save_item(&self, id: ItemId, product: Product) -> Result<ProductRecord, ImportError> {
         let now = self.shared().now();
-        self.shared().single(id, ItemState::Saved, move |conn| store::save_item(conn, id, product, now)).await
+        self.shared().single(id, ItemState::Saved, move |conn| store::save_item(conn, id, product.clone(), now)).await
     }
 
     /// Review's split and merge: photo `index` (0-based, in the order sent) of item `from` moves
@@ -542,7 +580,7 @@ impl ImportQueue {
     async fn bulk<T, F>(&self, f: F) -> Result<T, ImportError>
     where
         T: Send + 'static,
-        F: FnOnce(&mut rusqlite::Connection) -> Result<T, ImportError> + Send + 'static,
+        F: FnMut(&crate::catalog::db::Db<'_>) -> Result<T, ImportError> + Send + 'static,
     {
         let counted = self.shared().counted(f).await?;
         self.shared().publish(&counted, 1);
@@ -577,6 +615,36 @@ impl QueueLock {
             Err(e) => return Err(lock_error(e)),
         }
         Ok(Some(QueueLock { _file: lock }))
+    }
+}
+
+/// On a shared queue: renews this desktop's leases every third of a lease, and puts the items of
+/// dead desktops back in the queue (then wakes the driver). Holds the queue weakly.
+async fn tend_leases(shared: Weak<Shared>) {
+    loop {
+        let Some(lease) = shared.upgrade().map(|s| s.options.lease) else { return };
+        tokio::time::sleep((lease / 3).max(Duration::from_millis(50))).await;
+        let Some(shared) = shared.upgrade() else { return };
+        let now = shared.now();
+        match shared.counted(move |conn| store::tend_leases(conn, lease, &process_alive, now)).await {
+            Ok(counted) if counted.value > 0 => {
+                tracing::info!(items = counted.value, "import: items of a desktop that is gone are queued again");
+                shared.publish(&counted, counted.value as u64);
+                shared.kick();
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "import: could not renew this desktop's leases"),
+        }
+    }
+}
+
+/// Whether process `pid` of this computer still runs (a desktop's lease names its process).
+/// Where the OS does not tell, it is taken as running: its items wait for their lease instead.
+fn process_alive(pid: u32) -> bool {
+    if cfg!(target_os = "linux") {
+        Path::new("/proc").join(pid.to_string()).exists()
+    } else {
+        true
     }
 }
 

@@ -305,6 +305,12 @@ pub struct ImportRow {
     /// How many photos the product has (1, or more for a product of several photos: its first
     /// is `path`).
     pub photo_count: u32,
+    /// On a team catalog: the desktop working the item now (`user@host #pid`), while it is
+    /// preparing or extracting; `None` otherwise, and always on a local catalog.
+    pub worked_by: Option<String>,
+    /// On a team catalog: the computer that queued the item (its files are on that disk); `None`
+    /// on a local catalog.
+    pub queued_on: Option<String>,
 }
 
 /// A page of the queue.

@@ -19,7 +19,7 @@ use super::scan::{self, Scanned};
 use super::slots::SendSlots;
 use super::store::{self, Counted, ImportStore};
 use super::{EnqueueOptions, ImportError, ImportOptions};
-use crate::catalog::{CostTotal, NewAttempt};
+use crate::catalog::{CatalogError, CostTotal, NewAttempt};
 use crate::error::ErrorCode;
 use crate::pipeline::Pipeline;
 use crate::pricing::Usd;
@@ -320,7 +320,7 @@ impl Shared {
     pub(crate) async fn single<T, F>(&self, id: ItemId, state: ItemState, f: F) -> Result<T, ImportError>
     where
         T: Send + 'static,
-        F: FnOnce(&mut rusqlite::Connection) -> Result<T, ImportError> + Send + 'static,
+        F: FnMut(&crate::catalog::db::Db<'_>) -> Result<T, ImportError> + Send + 'static,
     {
         let counted = self.counted(f).await?;
         self.item_changed(id, state, &counted);
@@ -330,7 +330,7 @@ impl Shared {
     pub(crate) async fn counted<T, F>(&self, f: F) -> Result<Counted<T>, ImportError>
     where
         T: Send + 'static,
-        F: FnOnce(&mut rusqlite::Connection) -> Result<T, ImportError> + Send + 'static,
+        F: FnMut(&crate::catalog::db::Db<'_>) -> Result<T, ImportError> + Send + 'static,
     {
         self.store.counted(f).await
     }
@@ -382,6 +382,12 @@ impl Shared {
         paths: Vec<PathBuf>,
         options: EnqueueOptions,
     ) -> Result<Enqueued, ImportError> {
+        if options.batch && self.store.catalog().server().is_some() {
+            // A batch's answer is settled by the desktop that submitted it; sharing that between
+            // desktops (who polls, who adopts an orphaned batch) is not built.
+            let url = self.store.catalog().location();
+            return Err(CatalogError::ServerNotSupported { operation: "overnight (batch) imports".into(), url }.into());
+        }
         self.start_import_if_settled();
         let max_bytes = self.pipeline().image_config().max_file_bytes;
         let (batches, mut incoming) = tokio::sync::mpsc::channel::<Vec<Scanned>>(2);
@@ -427,9 +433,17 @@ impl Shared {
             let follow = lock(&self.follow);
             (follow.data_version, follow.since)
         };
-        let now = self.now();
-        // Cheap when nothing changed (the common case, twice a second): one pragma, no counts.
-        let version = self.store.run(store::data_version).await?;
+        let local_now = self.now();
+        // Cheap when nothing changed (the common case, twice a second): one pragma (on a server,
+        // one read of a sequence), no counts.
+        let first = known.is_none();
+        let (version, now) = self
+            .store
+            .run(move |conn| {
+                let now = if first { store::follow_now(conn, local_now)? } else { local_now };
+                Ok((store::data_version(conn)?, now))
+            })
+            .await?;
         {
             let mut follow = lock(&self.follow);
             follow.data_version = Some(version);

@@ -10,7 +10,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, TransactionBehavior};
+use rusqlite::params;
+
+use crate::catalog::db::{Db, DbRow, Dialect, OptionalRow};
 
 use super::phash;
 use super::progress::StateCounts;
@@ -70,6 +72,10 @@ pub(crate) struct Claimed {
     pub origin: ItemOrigin,
     /// Worked through the Batch API.
     pub batch: bool,
+    /// Queued on another computer of a team (its files are on that disk, or on a share this one
+    /// may see at the same path): intake hashes what it reads here, and a file missing here, or
+    /// other bytes at its path, give the item back ([`mark_unreadable`]) instead of failing it.
+    pub elsewhere: bool,
 }
 
 /// A photo of an item's product after its first.
@@ -161,7 +167,7 @@ impl ImportStore {
             let jpeg: Option<Vec<u8>> = conn
                 .query_row(
                     "SELECT ph.thumbnail_jpeg FROM import_items i JOIN photos ph ON ph.id = i.photo_id WHERE i.id = ?1",
-                    [id],
+                    params![id],
                     |row| row.get(0),
                 )
                 .optional()?;
@@ -170,21 +176,24 @@ impl ImportStore {
         .await
     }
 
+    /// Runs `f` on the catalog's connection: the SQLite thread, or a server session (where a
+    /// transaction that raced another desktop's runs again, so `f` may run more than once).
     pub(crate) async fn run<T, F>(&self, f: F) -> Result<T, ImportError>
     where
         T: Send + 'static,
-        F: FnOnce(&mut Connection) -> Result<T, ImportError> + Send + 'static,
+        F: FnMut(&Db<'_>) -> Result<T, ImportError> + Send + 'static,
     {
-        self.catalog.with_connection(move |conn| Ok(f(conn))).await?
+        self.catalog.run_db(f).await
     }
 
     /// Runs `f`, then reads the counts (outside `f`'s transaction, on the same thread).
     pub(crate) async fn counted<T, F>(&self, f: F) -> Result<Counted<T>, ImportError>
     where
         T: Send + 'static,
-        F: FnOnce(&mut Connection) -> Result<T, ImportError> + Send + 'static,
+        F: FnMut(&Db<'_>) -> Result<T, ImportError> + Send + 'static,
     {
         let reads = self.reads.clone();
+        let mut f = f;
         self.run(move |conn| {
             let value = f(conn)?;
             let (counts, duplicates) = counts(conn)?;
@@ -195,18 +204,18 @@ impl ImportStore {
     }
 }
 
-pub(crate) fn counts(conn: &mut Connection) -> Result<(StateCounts, u32), ImportError> {
+pub(crate) fn counts(conn: &Db<'_>) -> Result<(StateCounts, u32), ImportError> {
     let mut counts = StateCounts::default();
-    let mut stmt = conn.prepare_cached("SELECT state, count(*) FROM import_items GROUP BY state")?;
-    let mut rows = stmt.query([])?;
-    while let Some(row) = rows.next()? {
-        let state = parse_state(row, 0)?;
-        counts.set(state, row.get(1)?);
+    let rows = conn.query_map("SELECT state, count(*) FROM import_items GROUP BY state", params![], |row| {
+        Ok((parse_state(row, 0)?, row.get(1)?))
+    })?;
+    for (state, count) in rows {
+        counts.set(state, count);
     }
     let duplicates = conn.query_row(
         "SELECT count(*) FROM import_items
          WHERE state = 'skipped' AND skip_reason IN ('already_in_catalog', 'already_queued')",
-        [],
+        params![],
         |row| row.get(0),
     )?;
     Ok((counts, duplicates))
@@ -225,14 +234,14 @@ pub(crate) fn counts(conn: &mut Connection) -> Result<(StateCounts, u32), Import
 ///   stands for this file.
 /// - `force`: queued anyway (a re-extract), unless the same path is waiting or in progress.
 pub(crate) fn insert_batch(
-    conn: &mut Connection,
+    conn: &Db<'_>,
     batch: &[Entry],
     force: bool,
     origin: ItemOrigin,
     batch_mode: bool,
     now: i64,
 ) -> Result<Enqueued, ImportError> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = conn.transaction()?;
     let mut done = Enqueued::default();
     let report = &mut done.report;
     for entry in batch {
@@ -254,7 +263,7 @@ pub(crate) fn insert_batch(
                 let listed: Option<ItemId> = tx
                     .query_row(
                         "SELECT id FROM import_items
-                         WHERE path = ?1 AND path_bytes IS ?3 AND sha256 IS NULL AND state = 'skipped'
+                         WHERE path = ?1 AND path_bytes IS NOT DISTINCT FROM ?3 AND sha256 IS NULL AND state = 'skipped'
                            AND skip_reason = ?2
                          ORDER BY id DESC LIMIT 1",
                         params![path.text(), reason.as_str(), path.bytes()],
@@ -292,7 +301,7 @@ pub(crate) fn insert_batch(
 
 /// One photo of [`insert_batch`]: returns its item and the item whose result stands for it.
 fn place_photo(
-    tx: &Connection,
+    tx: &Db<'_>,
     path: &StoredPath,
     sha256: Option<&str>,
     force: bool,
@@ -313,7 +322,7 @@ fn place_photo(
 /// and the rest `import_item_photos` in order. A photo with the same bytes as an earlier one of
 /// the same product is a duplicate of it.
 fn place_product(
-    tx: &Connection,
+    tx: &Db<'_>,
     photos: &[(StoredPath, Option<String>)],
     note: Option<&GroupNote>,
     (origin, batch): (ItemOrigin, bool),
@@ -351,7 +360,7 @@ fn place_product(
 /// first photo or another), listed before with the same bytes, or the same bytes in the catalog
 /// or the queue (then listed as skipped here). `None`: a new photo.
 fn known_photo(
-    tx: &Connection,
+    tx: &Db<'_>,
     path: &StoredPath,
     sha256: Option<&str>,
     force: bool,
@@ -362,10 +371,10 @@ fn known_photo(
     let pending: Option<ItemId> = tx
         .query_row(
             "SELECT id FROM import_items
-             WHERE path = ?1 AND path_bytes IS ?2 AND state IN ('queued', 'preparing', 'extracting', 'submitted')
+             WHERE path = ?1 AND path_bytes IS NOT DISTINCT FROM ?2 AND state IN ('queued', 'preparing', 'extracting', 'submitted')
              UNION ALL
              SELECT i.id FROM import_item_photos p JOIN import_items i ON i.id = p.item_id
-             WHERE p.path = ?1 AND p.path_bytes IS ?2 AND i.state IN ('queued', 'preparing', 'extracting', 'submitted')
+             WHERE p.path = ?1 AND p.path_bytes IS NOT DISTINCT FROM ?2 AND i.state IN ('queued', 'preparing', 'extracting', 'submitted')
              LIMIT 1",
             params![path.text(), path.bytes()],
             |row| row.get(0),
@@ -381,11 +390,11 @@ fn known_photo(
             .query_row(
                 "SELECT id, state, skip_reason, duplicate_of_item FROM (
                      SELECT id, state, skip_reason, duplicate_of_item FROM import_items
-                     WHERE path = ?1 AND path_bytes IS ?3 AND sha256 IS ?2
+                     WHERE path = ?1 AND path_bytes IS NOT DISTINCT FROM ?3 AND sha256 IS NOT DISTINCT FROM ?2
                      UNION ALL
                      SELECT i.id, i.state, i.skip_reason, i.duplicate_of_item
                      FROM import_item_photos p JOIN import_items i ON i.id = p.item_id
-                     WHERE p.path = ?1 AND p.path_bytes IS ?3 AND p.sha256 IS ?2)
+                     WHERE p.path = ?1 AND p.path_bytes IS NOT DISTINCT FROM ?3 AND p.sha256 IS NOT DISTINCT FROM ?2) AS listed
                  ORDER BY id DESC LIMIT 1",
                 params![path.text(), sha256, path.bytes()],
                 |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
@@ -439,7 +448,7 @@ fn known_photo(
 /// A new item for `path` (its product's first photo), `queued`.
 #[allow(clippy::too_many_arguments)]
 fn insert_item(
-    tx: &Connection,
+    tx: &Db<'_>,
     path: &StoredPath,
     sha256: Option<&str>,
     force: bool,
@@ -452,8 +461,8 @@ fn insert_item(
     let inserted: Option<ItemId> = tx
         .query_row(
             "INSERT INTO import_items (path, path_bytes, sha256, state, forced, origin, batch, queued_at, updated_at,
-                                      group_json)
-             VALUES (?1, ?7, ?2, 'queued', ?3, ?4, ?6, ?5, ?5, ?8)
+                                      group_json, queued_on)
+             VALUES (?1, ?7, ?2, 'queued', ?3, ?4, ?6, ?5, ?5, ?8, ?9)
              ON CONFLICT DO NOTHING
              RETURNING id",
             params![
@@ -464,7 +473,8 @@ fn insert_item(
                 now,
                 batch && origin == ItemOrigin::Import,
                 path.bytes(),
-                group_json
+                group_json,
+                tx.host()
             ],
             |row| row.get(0),
         )
@@ -479,7 +489,7 @@ fn insert_item(
             report.unchanged += 1;
             tx.query_row(
                 "SELECT id FROM import_items
-                 WHERE path = ?1 AND path_bytes IS ?2 AND state IN ('queued', 'preparing', 'extracting', 'submitted')",
+                 WHERE path = ?1 AND path_bytes IS NOT DISTINCT FROM ?2 AND state IN ('queued', 'preparing', 'extracting', 'submitted')",
                 params![path.text(), path.bytes()],
                 |row| row.get(0),
             )?
@@ -489,25 +499,39 @@ fn insert_item(
 }
 
 /// An interactive request for an item a bulk import queued: it goes ahead of the bulk items.
-fn promote(tx: &Connection, item: ItemId, origin: ItemOrigin) -> Result<(), ImportError> {
+fn promote(tx: &Db<'_>, item: ItemId, origin: ItemOrigin) -> Result<(), ImportError> {
     if origin == ItemOrigin::Interactive {
         tx.execute(
             "UPDATE import_items SET origin = 'interactive'
              WHERE id = ?1 AND origin <> 'interactive' AND state IN ('queued', 'preparing', 'extracting', 'ready')",
-            [item],
+            params![item],
         )?;
     }
     Ok(())
 }
 
+/// The condition under which an item goes back to the queue: its path is not waiting or in
+/// progress already (the pending-path unique index would refuse it; SQLite's `UPDATE OR IGNORE`
+/// said the same, in a form a server does not have).
+macro_rules! path_not_waiting {
+    () => {
+        "NOT EXISTS (SELECT 1 FROM import_items o
+                     WHERE o.path = import_items.path AND o.path_bytes IS NOT DISTINCT FROM import_items.path_bytes
+                       AND o.state IN ('queued', 'preparing', 'extracting', 'submitted'))"
+    };
+}
+
 /// A failed or discarded item back to the queue with a fresh attempt count (false when its path
 /// is waiting again already).
-fn requeue(tx: &Connection, item: ItemId, origin: ItemOrigin, now: i64) -> Result<bool, ImportError> {
+fn requeue(tx: &Db<'_>, item: ItemId, origin: ItemOrigin, now: i64) -> Result<bool, ImportError> {
     Ok(tx.execute(
-        "UPDATE OR IGNORE import_items
-         SET state = 'queued', origin = ?2, attempts = 0, skip_reason = NULL, error_code = NULL, error_message = NULL,
-             updated_at = ?3
-         WHERE id = ?1 AND (state = 'failed' OR skip_reason = 'discarded')",
+        concat!(
+            "UPDATE import_items
+             SET state = 'queued', origin = ?2, attempts = 0, skip_reason = NULL, error_code = NULL,
+                 error_message = NULL, updated_at = ?3
+             WHERE id = ?1 AND (state = 'failed' OR skip_reason = 'discarded') AND ",
+            path_not_waiting!()
+        ),
         params![item, origin.as_str(), now],
     )? == 1)
 }
@@ -522,7 +546,7 @@ struct Skip<'a> {
     dup: (Option<ItemId>, Option<ProductId>),
 }
 
-fn insert_skipped(tx: &Connection, skip: &Skip<'_>, origin: ItemOrigin, now: i64) -> Result<ItemId, ImportError> {
+fn insert_skipped(tx: &Db<'_>, skip: &Skip<'_>, origin: ItemOrigin, now: i64) -> Result<ItemId, ImportError> {
     let Skip { path, sha256, reason, message, dup: (dup_item, dup_product) } = *skip;
     // A duplicate is not an error: it has a message and no code.
     let code = match reason {
@@ -533,8 +557,8 @@ fn insert_skipped(tx: &Connection, skip: &Skip<'_>, origin: ItemOrigin, now: i64
     };
     Ok(tx.query_row(
         "INSERT INTO import_items (path, sha256, state, skip_reason, duplicate_of_item, duplicate_of_product,
-                                   error_code, error_message, origin, queued_at, updated_at, path_bytes)
-         VALUES (?1, ?2, 'skipped', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10)
+                                   error_code, error_message, origin, queued_at, updated_at, path_bytes, queued_on)
+         VALUES (?1, ?2, 'skipped', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11)
          RETURNING id",
         params![
             path.text(),
@@ -546,13 +570,14 @@ fn insert_skipped(tx: &Connection, skip: &Skip<'_>, origin: ItemOrigin, now: i64
             message,
             origin.as_str(),
             now,
-            path.bytes()
+            path.bytes(),
+            tx.host()
         ],
         |row| row.get(0),
     )?)
 }
 
-fn product_with_sha(tx: &Connection, sha: &str) -> Result<Option<(ProductId, String)>, ImportError> {
+fn product_with_sha(tx: &Db<'_>, sha: &str) -> Result<Option<(ProductId, String)>, ImportError> {
     Ok(tx
         .query_row(
             "SELECT p.id, p.name FROM photos ph JOIN products p ON p.photo_id = ph.id
@@ -562,22 +587,22 @@ fn product_with_sha(tx: &Connection, sha: &str) -> Result<Option<(ProductId, Str
                                    JOIN products p ON p.id = pp.product_id
              WHERE ph.sha256 = ?1 AND p.duplicate_of IS NULL AND p.deleted_at IS NULL
              LIMIT 1",
-            [sha],
+            params![sha],
             |row| Ok((row.get(0)?, row.get(1)?)),
         )
         .optional()?)
 }
 
-fn item_with_sha(tx: &Connection, sha: &str) -> Result<Option<(ItemId, String)>, ImportError> {
+fn item_with_sha(tx: &Db<'_>, sha: &str) -> Result<Option<(ItemId, String)>, ImportError> {
     Ok(tx
         .query_row(
             "SELECT id, path FROM (
                  SELECT id, path FROM import_items WHERE sha256 = ?1 AND state <> 'skipped'
                  UNION ALL
                  SELECT i.id, p.path FROM import_item_photos p JOIN import_items i ON i.id = p.item_id
-                 WHERE p.sha256 = ?1 AND i.state <> 'skipped')
+                 WHERE p.sha256 = ?1 AND i.state <> 'skipped') AS found
              ORDER BY id LIMIT 1",
-            [sha],
+            params![sha],
             |row| Ok((row.get(0)?, row.get(1)?)),
         )
         .optional()?)
@@ -585,7 +610,24 @@ fn item_with_sha(tx: &Connection, sha: &str) -> Result<Option<(ItemId, String)>,
 
 /// Takes the next queued item (interactive ones first, then fewest attempts, then oldest), only
 /// among `origins`, and marks it `preparing`.
-pub(crate) fn claim_next(conn: &mut Connection, origins: Origins, now: i64) -> Result<Option<Claimed>, ImportError> {
+///
+/// On a server (several desktops share the queue) the item is leased to this desktop for `lease`
+/// on the server's clock: `FOR UPDATE SKIP LOCKED`, so two desktops claiming at once never take
+/// the same item nor wait for each other. A desktop takes only the items it may read: bulk items,
+/// and interactive ones queued on its own computer (someone is waiting at that desk); never one
+/// its computer could not read before ([`mark_unreadable`]).
+pub(crate) fn claim_next(
+    conn: &Db<'_>,
+    origins: Origins,
+    lease: std::time::Duration,
+    now: i64,
+) -> Result<Option<Claimed>, ImportError> {
+    let (lock, until) = match conn.dialect() {
+        Dialect::Sqlite => ("", "NULL"),
+        Dialect::Postgres => (" FOR UPDATE SKIP LOCKED", "pe_now_ms() + ?4"),
+    };
+    let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX).max(1);
+    let host = conn.host();
     // Two index range scans on (state, origin, attempts, id), interactive first.
     let order: &[ItemOrigin] = match origins {
         Origins::All => &[ItemOrigin::Interactive, ItemOrigin::Import],
@@ -596,13 +638,19 @@ pub(crate) fn claim_next(conn: &mut Connection, origins: Origins, now: i64) -> R
     for origin in order {
         let claimed = conn
             .query_row(
-                "UPDATE import_items SET state = 'preparing', updated_at = ?1
-                 WHERE id = (SELECT id FROM import_items WHERE state = 'queued' AND origin = ?2
-                             ORDER BY attempts, id LIMIT 1)
-                   AND state = 'queued'
-                 RETURNING id, path, sha256, attempts, origin, batch, path_bytes",
-                params![now, origin.as_str()],
+                &format!(
+                    "UPDATE import_items SET state = 'preparing', updated_at = ?1, lease_owner = ?3, lease_until = {until}
+                     WHERE id = (SELECT id FROM import_items WHERE state = 'queued' AND origin = ?2
+                                   AND (CAST(?5 AS TEXT) IS NULL OR ((origin = 'import' OR queued_on IS NULL OR queued_on = ?5)
+                                        AND NOT EXISTS (SELECT 1 FROM import_item_unreadable u
+                                                        WHERE u.item_id = import_items.id AND u.host = ?5)))
+                                 ORDER BY attempts, id LIMIT 1{lock})
+                       AND state = 'queued'
+                     RETURNING id, path, sha256, attempts, origin, batch, path_bytes, queued_on"
+                ),
+                params![now, origin.as_str(), conn.desktop(), lease_ms, host],
                 |row| {
+                    let queued_on: Option<String> = row.get(7)?;
                     Ok(Claimed {
                         id: row.get(0)?,
                         path: StoredPath::from_stored(row.get(1)?, row.get(6)?),
@@ -611,6 +659,7 @@ pub(crate) fn claim_next(conn: &mut Connection, origins: Origins, now: i64) -> R
                         attempts: row.get(3)?,
                         origin: *origin,
                         batch: row.get(5)?,
+                        elsewhere: matches!((&queued_on, host), (Some(on), Some(here)) if on != here),
                     })
                 },
             )
@@ -624,14 +673,18 @@ pub(crate) fn claim_next(conn: &mut Connection, origins: Origins, now: i64) -> R
 }
 
 /// An item's photos after its first, in order.
-fn more_photos(conn: &Connection, item: ItemId) -> Result<Vec<MorePhoto>, ImportError> {
-    let mut stmt = conn.prepare_cached(
+fn more_photos(conn: &Db<'_>, item: ItemId) -> Result<Vec<MorePhoto>, ImportError> {
+    Ok(conn.query_map(
         "SELECT position, path, path_bytes, sha256 FROM import_item_photos WHERE item_id = ?1 ORDER BY position",
-    )?;
-    let rows = stmt.query_map([item], |r| {
-        Ok(MorePhoto { position: r.get(0)?, path: StoredPath::from_stored(r.get(1)?, r.get(2)?), sha256: r.get(3)? })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+        params![item],
+        |r| {
+            Ok(MorePhoto {
+                position: r.get(0)?,
+                path: StoredPath::from_stored(r.get(1)?, r.get(2)?),
+                sha256: r.get(3)?,
+            })
+        },
+    )?)
 }
 
 /// What [`mark_extracting`] did.
@@ -652,14 +705,14 @@ pub(crate) enum Marked {
 /// photos read a barcode another bulk item already read (one marked before it: the check and the
 /// write are one transaction, so of two such items exactly one is sent) joins that item instead.
 pub(crate) fn mark_extracting(
-    conn: &mut Connection,
+    conn: &Db<'_>,
     id: ItemId,
     prepared: &PreparedRow,
     now: i64,
 ) -> Result<Marked, ImportError> {
     let PreparedRow { photo_id, sha256, phash, looks_like, barcodes, more } = prepared;
     let barcodes_json = serde_json::to_string(barcodes)?;
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = conn.transaction()?;
     let keys: Vec<String> = {
         let mut keys: Vec<String> = barcodes.iter().map(|b| crate::product::gtin_key(&b.gtin)).collect();
         keys.sort();
@@ -678,8 +731,17 @@ pub(crate) fn mark_extracting(
         "UPDATE import_items
          SET state = 'extracting', photo_id = ?2, sha256 = ?3, looks_like_photo_id = ?4, looks_like_distance = ?5,
              barcodes_json = ?7, updated_at = ?6
-         WHERE id = ?1 AND state = 'preparing'",
-        params![id, photo_id, sha256, looks_like.map(|l| l.0), looks_like.map(|l| l.1), now, barcodes_json],
+         WHERE id = ?1 AND state = 'preparing' AND lease_owner IS NOT DISTINCT FROM ?8",
+        params![
+            id,
+            photo_id,
+            sha256,
+            looks_like.map(|l| l.0),
+            looks_like.map(|l| l.1),
+            now,
+            barcodes_json,
+            tx.desktop()
+        ],
     )?;
     if changed == 1 {
         for (position, photo, sha256) in more {
@@ -690,7 +752,7 @@ pub(crate) fn mark_extracting(
         }
         for key in &keys {
             tx.execute(
-                "INSERT OR IGNORE INTO import_item_gtins (item_id, gtin_key) VALUES (?1, ?2)",
+                "INSERT INTO import_item_gtins (item_id, gtin_key) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
                 params![id, key],
             )?;
         }
@@ -701,29 +763,35 @@ pub(crate) fn mark_extracting(
 
 /// Another bulk item whose photos read one of `keys` (GTIN keys), not yet saved, with room for
 /// more photos; only for a bulk item (`id`) still preparing.
-fn same_barcode_item(tx: &Connection, id: ItemId, keys: &[String]) -> Result<Option<(ItemId, ItemState)>, ImportError> {
+fn same_barcode_item(tx: &Db<'_>, id: ItemId, keys: &[String]) -> Result<Option<(ItemId, ItemState)>, ImportError> {
     if keys.is_empty() {
         return Ok(None);
     }
     let bulk: bool = tx
-        .query_row("SELECT origin = 'import' AND state = 'preparing' FROM import_items WHERE id = ?1", [id], |r| {
-            r.get(0)
-        })
+        .query_row(
+            "SELECT origin = 'import' AND state = 'preparing' AND lease_owner IS NOT DISTINCT FROM ?2
+             FROM import_items WHERE id = ?1",
+            params![id, tx.desktop()],
+            |r| r.get(0),
+        )
         .optional()?
         .unwrap_or(false);
     if !bulk {
         return Ok(None);
     }
     let max = i64::try_from(crate::config::MAX_PHOTOS_PER_PRODUCT_LIMIT).unwrap_or(i64::MAX);
-    let mut stmt = tx.prepare_cached(
-        "SELECT i.id, i.state FROM import_item_gtins g JOIN import_items i ON i.id = g.item_id
-         WHERE g.gtin_key = ?1 AND i.id <> ?2 AND i.origin = 'import'
-           AND i.state IN ('extracting', 'submitted', 'ready')
-           AND (SELECT count(*) FROM import_item_photos p WHERE p.item_id = i.id) + 1 < ?3
-         ORDER BY i.id LIMIT 1",
-    )?;
     for key in keys {
-        let found = stmt.query_row(params![key, id, max], |r| Ok((r.get(0)?, parse_state(r, 1)?))).optional()?;
+        let found = tx
+            .query_row(
+                "SELECT i.id, i.state FROM import_item_gtins g JOIN import_items i ON i.id = g.item_id
+                 WHERE g.gtin_key = ?1 AND i.id <> ?2 AND i.origin = 'import'
+                   AND i.state IN ('extracting', 'submitted', 'ready')
+                   AND (SELECT count(*) FROM import_item_photos p WHERE p.item_id = i.id) + 1 < ?3
+                 ORDER BY i.id LIMIT 1",
+                params![key, id, max],
+                |r| Ok((r.get(0)?, parse_state(r, 1)?)),
+            )
+            .optional()?;
         if found.is_some() {
             return Ok(found);
         }
@@ -734,13 +802,7 @@ fn same_barcode_item(tx: &Connection, id: ItemId, keys: &[String]) -> Result<Opt
 /// Item `id`'s prepared photos join item `into` (after its photos, their barcodes added to its
 /// own with their new positions), and `id` is skipped as `already_queued` (its product is, by its
 /// barcode; the skip reasons are CHECKed by the schema since 0007), pointing at `into`.
-fn join_by_barcode(
-    tx: &Connection,
-    id: ItemId,
-    into: ItemId,
-    prepared: &PreparedRow,
-    now: i64,
-) -> Result<(), ImportError> {
+fn join_by_barcode(tx: &Db<'_>, id: ItemId, into: ItemId, prepared: &PreparedRow, now: i64) -> Result<(), ImportError> {
     let (path, path_bytes, into_barcodes, group_json): (String, Option<Vec<u8>>, Option<String>, Option<String>) = tx
         .query_row(
         "SELECT (SELECT path FROM import_items WHERE id = ?1), (SELECT path_bytes FROM import_items WHERE id = ?1),
@@ -750,22 +812,19 @@ fn join_by_barcode(
         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
     )?;
     let mut photos = vec![(path, path_bytes, prepared.sha256.clone(), prepared.photo_id)];
-    {
-        let mut stmt = tx.prepare_cached(
-            "SELECT position, path, path_bytes FROM import_item_photos WHERE item_id = ?1 ORDER BY position",
-        )?;
-        let rows = stmt
-            .query_map([id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, Option<Vec<u8>>>(2)?)))?;
-        for row in rows {
-            let (position, path, path_bytes) = row?;
-            if let Some((_, photo, sha)) = prepared.more.iter().find(|m| m.0 == position) {
-                photos.push((path, path_bytes, sha.clone(), *photo));
-            }
+    let rows = tx.query_map(
+        "SELECT position, path, path_bytes FROM import_item_photos WHERE item_id = ?1 ORDER BY position",
+        params![id],
+        |r| Ok((r.get::<i64>(0)?, r.get::<String>(1)?, r.get::<Option<Vec<u8>>>(2)?)),
+    )?;
+    for (position, path, path_bytes) in rows {
+        if let Some((_, photo, sha)) = prepared.more.iter().find(|m| m.0 == position) {
+            photos.push((path, path_bytes, sha.clone(), *photo));
         }
     }
     let first: i64 = tx.query_row(
         "SELECT coalesce(max(position), 0) + 1 FROM import_item_photos WHERE item_id = ?1",
-        [into],
+        params![into],
         |r| r.get(0),
     )?;
     for (offset, (path, path_bytes, sha, photo)) in (0i64..).zip(&photos) {
@@ -789,7 +848,7 @@ fn join_by_barcode(
         "UPDATE import_items SET barcodes_json = ?2, group_json = ?3, updated_at = ?4 WHERE id = ?1",
         params![into, serde_json::to_string(&all)?, serde_json::to_string(&note)?, now],
     )?;
-    tx.execute("DELETE FROM import_item_photos WHERE item_id = ?1", [id])?;
+    tx.execute("DELETE FROM import_item_photos WHERE item_id = ?1", params![id])?;
     let gtins: Vec<&str> = prepared.barcodes.iter().map(|b| b.gtin.as_str()).collect();
     let message = format!(
         "Its barcode {} is also on item #{into}'s photos: they are one product, so these photos joined it and were not sent on their own.",
@@ -798,9 +857,18 @@ fn join_by_barcode(
     tx.execute(
         "UPDATE import_items SET state = 'skipped', skip_reason = 'already_queued', duplicate_of_item = ?2,
                                  photo_id = ?3, sha256 = ?4, barcodes_json = ?5, error_code = NULL,
-                                 error_message = ?6, updated_at = ?7
-         WHERE id = ?1 AND state = 'preparing'",
-        params![id, into, prepared.photo_id, prepared.sha256, serde_json::to_string(&prepared.barcodes)?, message, now],
+                                 error_message = ?6, updated_at = ?7, lease_owner = NULL, lease_until = NULL
+         WHERE id = ?1 AND state = 'preparing' AND lease_owner IS NOT DISTINCT FROM ?8",
+        params![
+            id,
+            into,
+            prepared.photo_id,
+            prepared.sha256,
+            serde_json::to_string(&prepared.barcodes)?,
+            message,
+            now,
+            tx.desktop()
+        ],
     )?;
     Ok(())
 }
@@ -821,14 +889,14 @@ pub(crate) struct PreparedRow {
 /// Moves an item out of `preparing`/`extracting`, recording its attempt in the same transaction.
 /// The attempt is kept even when the item had moved meanwhile (the audit trail has every call);
 /// the item is then left alone and this returns false.
-pub(crate) fn finish(conn: &mut Connection, f: &Finish, now: i64) -> Result<bool, ImportError> {
+pub(crate) fn finish(conn: &Db<'_>, f: &Finish, now: i64) -> Result<bool, ImportError> {
     let (proposal_json, flags_json, flag_count) = match &f.proposal {
         Some((product, flags)) => {
             (Some(serde_json::to_string(product)?), Some(serde_json::to_string(flags)?), flags.len() as i64)
         }
         None => (None, None, 0),
     };
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = conn.transaction()?;
     let attempt_id = f.attempt.as_ref().map(|a| catalog_tx::record_attempt(&tx, a)).transpose()?;
     if let (Some(attempt), Some(batch)) = (attempt_id, &f.batch_name) {
         catalog_tx::mark_batch_attempt(&tx, attempt, batch)?;
@@ -844,8 +912,11 @@ pub(crate) fn finish(conn: &mut Connection, f: &Finish, now: i64) -> Result<bool
              error_code = ?9,
              error_message = ?10,
              updated_at = ?11,
-             batch_id = CASE WHEN ?3 = 'queued' THEN NULL ELSE batch_id END
-         WHERE id = ?1 AND state = ?2",
+             batch_id = CASE WHEN ?3 = 'queued' THEN NULL ELSE batch_id END,
+             lease_owner = CASE WHEN ?3 IN ('preparing', 'extracting') THEN lease_owner END,
+             lease_until = CASE WHEN ?3 IN ('preparing', 'extracting') THEN lease_until END
+         WHERE id = ?1 AND state = ?2
+           AND (?2 NOT IN ('preparing', 'extracting') OR lease_owner IS NOT DISTINCT FROM ?12)",
         params![
             f.id,
             f.from.as_str(),
@@ -857,7 +928,8 @@ pub(crate) fn finish(conn: &mut Connection, f: &Finish, now: i64) -> Result<bool
             flag_count,
             f.error.as_ref().map(|e| e.0.as_str()),
             f.error.as_ref().map(|e| e.1.as_str()),
-            now
+            now,
+            tx.desktop()
         ],
     )?;
     tx.commit()?;
@@ -865,43 +937,108 @@ pub(crate) fn finish(conn: &mut Connection, f: &Finish, now: i64) -> Result<bool
 }
 
 /// One item a worker gave up on (its catalog write failed) back to `queued`.
-pub(crate) fn requeue_item(conn: &mut Connection, id: ItemId, now: i64) -> Result<usize, ImportError> {
+pub(crate) fn requeue_item(conn: &Db<'_>, id: ItemId, now: i64) -> Result<usize, ImportError> {
     Ok(conn.execute(
-        "UPDATE import_items SET state = 'queued', updated_at = ?2
-         WHERE id = ?1 AND state IN ('preparing', 'extracting')",
-        params![id, now],
+        "UPDATE import_items SET state = 'queued', updated_at = ?2, lease_owner = NULL, lease_until = NULL
+         WHERE id = ?1 AND state IN ('preparing', 'extracting') AND lease_owner IS NOT DISTINCT FROM ?3",
+        params![id, now, conn.desktop()],
     )?)
+}
+
+/// This desktop could not read an item's files (queued on another computer: not on this disk, or
+/// other bytes at that path): it goes back to `queued`, attempts unchanged, for the desktops that
+/// can, and this computer does not claim it again. False when the lease was lost meanwhile.
+pub(crate) fn mark_unreadable(conn: &Db<'_>, id: ItemId, now: i64) -> Result<bool, ImportError> {
+    let Some(host) = conn.host() else { return Ok(false) };
+    let tx = conn.transaction()?;
+    let changed = tx.execute(
+        "UPDATE import_items SET state = 'queued', updated_at = ?2, lease_owner = NULL, lease_until = NULL
+         WHERE id = ?1 AND state = 'preparing' AND lease_owner IS NOT DISTINCT FROM ?3",
+        params![id, now, tx.desktop()],
+    )?;
+    if changed == 1 {
+        tx.execute(
+            "INSERT INTO import_item_unreadable (item_id, host) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+            params![id, host],
+        )?;
+    }
+    tx.commit()?;
+    Ok(changed == 1)
 }
 
 /// Crash-resume and cancel: everything `preparing` or `extracting` goes back to `queued`
 /// (attempts unchanged). Ready items keep their result; submitted ones wait for their batch; and
 /// items of a batch being submitted (linked to it, still `extracting`) wait until that batch is
 /// found or known lost ([`batch_accepted`], [`batch_abandoned`]), so they are never sent twice.
-pub(crate) fn requeue_unfinished(conn: &mut Connection, now: i64) -> Result<usize, ImportError> {
+///
+/// On a server only this desktop's own items: the others' are theirs (their leases say so).
+pub(crate) fn requeue_unfinished(conn: &Db<'_>, now: i64) -> Result<usize, ImportError> {
     Ok(conn.execute(
-        "UPDATE import_items SET state = 'queued', updated_at = ?1
-         WHERE state IN ('preparing', 'extracting') AND batch_id IS NULL",
-        [now],
+        "UPDATE import_items SET state = 'queued', updated_at = ?1, lease_owner = NULL, lease_until = NULL
+         WHERE state IN ('preparing', 'extracting') AND batch_id IS NULL AND lease_owner IS NOT DISTINCT FROM ?2",
+        params![now, conn.desktop()],
     )?)
 }
 
-/// `ready → saved`, with the product, in one transaction. `product` is what the reviewer saves.
-pub(crate) fn save_item(
-    conn: &mut Connection,
-    id: ItemId,
-    product: Product,
+/// The shared queue's upkeep, on a server, run by every desktop now and then: extends this
+/// desktop's leases (on the server's clock) while it works its items, and puts the items whose
+/// lease ran out back to `queued` (their desktop was killed, crashed or lost the network),
+/// attempts unchanged, together with those leased by a process of this computer that is gone
+/// (`alive` says which process ids still run here), without waiting for its lease. Returns how
+/// many items went back. Nothing to do on SQLite (one process works the queue; no leases).
+pub(crate) fn tend_leases(
+    conn: &Db<'_>,
+    lease: std::time::Duration,
+    alive: &dyn Fn(u32) -> bool,
     now: i64,
-) -> Result<ProductRecord, ImportError> {
+) -> Result<usize, ImportError> {
+    let (Some(desktop), Some(host)) = (conn.desktop(), conn.host()) else { return Ok(0) };
+    let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX).max(1);
+    conn.execute(
+        "UPDATE import_items SET lease_until = pe_now_ms() + ?2
+         WHERE lease_owner = ?1 AND state IN ('preparing', 'extracting')",
+        params![desktop, lease_ms],
+    )?;
+    let owners: Vec<String> = conn.query_map(
+        "SELECT DISTINCT lease_owner FROM import_items WHERE lease_owner IS NOT NULL AND lease_owner <> ?1",
+        params![desktop],
+        |r| r.get(0),
+    )?;
+    let gone: Vec<String> = owners
+        .into_iter()
+        .filter(|owner| {
+            crate::catalog::server::desktop_host(owner) == host
+                && owner.rsplit_once(" #").and_then(|(_, pid)| pid.parse().ok()).is_some_and(|pid| !alive(pid))
+        })
+        .collect();
+    let mut back = conn.execute(
+        "UPDATE import_items SET state = 'queued', updated_at = ?1, lease_owner = NULL, lease_until = NULL
+         WHERE lease_owner IS NOT NULL AND lease_until < pe_now_ms() AND state IN ('preparing', 'extracting')
+           AND batch_id IS NULL",
+        params![now],
+    )?;
+    for owner in gone {
+        back += conn.execute(
+            "UPDATE import_items SET state = 'queued', updated_at = ?1, lease_owner = NULL, lease_until = NULL
+             WHERE lease_owner = ?2 AND state IN ('preparing', 'extracting') AND batch_id IS NULL",
+            params![now, owner],
+        )?;
+    }
+    Ok(back)
+}
+
+/// `ready → saved`, with the product, in one transaction. `product` is what the reviewer saves.
+pub(crate) fn save_item(conn: &Db<'_>, id: ItemId, product: Product, now: i64) -> Result<ProductRecord, ImportError> {
     let product = checked_for_save(product)?;
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = conn.transaction()?;
     let record = save_in(&tx, id, product, now)?;
     tx.commit()?;
     Ok(record)
 }
 
-fn save_in(tx: &Connection, id: ItemId, product: Product, now: i64) -> Result<ProductRecord, ImportError> {
+fn save_in(tx: &Db<'_>, id: ItemId, product: Product, now: i64) -> Result<ProductRecord, ImportError> {
     let (state, photo_id, attempt_id, origin): (String, Option<PhotoId>, Option<i64>, String) = tx
-        .query_row("SELECT state, photo_id, attempt_id, origin FROM import_items WHERE id = ?1", [id], |row| {
+        .query_row("SELECT state, photo_id, attempt_id, origin FROM import_items WHERE id = ?1", params![id], |row| {
             Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
         })
         .optional()?
@@ -912,7 +1049,7 @@ fn save_in(tx: &Connection, id: ItemId, product: Product, now: i64) -> Result<Pr
     };
     let existed: bool = tx.query_row(
         "SELECT EXISTS (SELECT 1 FROM products WHERE photo_id = ?1 AND duplicate_of IS NULL)",
-        [photo_id],
+        params![photo_id],
         |row| row.get(0),
     )?;
     let save = SaveProduct { photo_id, attempt_id, saved: product, saved_at: now, saved_by: local_user() };
@@ -941,26 +1078,23 @@ pub(crate) struct SavedBatch {
 /// Saves ready items in queue order, `limit` at most, in one transaction; those that `filter`
 /// leaves out (or whose proposal is invalid) stay ready.
 pub(crate) fn save_ready(
-    conn: &mut Connection,
+    conn: &Db<'_>,
     filter: SaveFilter,
     after: ItemId,
     limit: u32,
     now: i64,
 ) -> Result<SavedBatch, ImportError> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let candidates: Vec<(ItemId, String)> = {
-        let mut stmt = tx.prepare_cached(
-            "SELECT i.id, i.proposal_json FROM import_items i
-             WHERE i.state = 'ready' AND i.id > ?1
-               AND (?2 = 0 OR (i.flag_count = 0 AND i.looks_like_photo_id IS NULL
-                               AND NOT EXISTS (SELECT 1 FROM products p WHERE p.photo_id = i.photo_id
-                                               AND p.duplicate_of IS NULL AND p.deleted_at IS NULL)))
-             ORDER BY i.id LIMIT ?3",
-        )?;
-        let rows = stmt
-            .query_map(params![after, filter == SaveFilter::Unflagged, limit], |row| Ok((row.get(0)?, row.get(1)?)))?;
-        rows.collect::<Result<_, _>>()?
-    };
+    let tx = conn.transaction()?;
+    let candidates: Vec<(ItemId, String)> = tx.query_map(
+        "SELECT i.id, i.proposal_json FROM import_items i
+         WHERE i.state = 'ready' AND i.id > ?1
+           AND (?2 = 0 OR (i.flag_count = 0 AND i.looks_like_photo_id IS NULL
+                           AND NOT EXISTS (SELECT 1 FROM products p WHERE p.photo_id = i.photo_id
+                                           AND p.duplicate_of IS NULL AND p.deleted_at IS NULL)))
+         ORDER BY i.id LIMIT ?3",
+        params![after, filter == SaveFilter::Unflagged, limit],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )?;
     let last = candidates.last().map(|c| c.0);
     let mut saved = Vec::new();
     for (id, json) in candidates {
@@ -976,14 +1110,14 @@ pub(crate) fn save_ready(
 
 /// Undoes saves: for each item still `saved` whose save created its product, and whose product
 /// is still at the revision that save left, the product is deleted and the item is ready again.
-pub(crate) fn undo_saves(conn: &mut Connection, ids: &[ItemId], now: i64) -> Result<UndoReport, ImportError> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+pub(crate) fn undo_saves(conn: &Db<'_>, ids: &[ItemId], now: i64) -> Result<UndoReport, ImportError> {
+    let tx = conn.transaction()?;
     let mut report = UndoReport::default();
     for &id in ids {
         let row: Option<(String, Option<ProductId>, Option<u32>, bool)> = tx
             .query_row(
                 "SELECT state, product_id, saved_revision, created_product FROM import_items WHERE id = ?1",
-                [id],
+                params![id],
                 |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
             )
             .optional()?;
@@ -1012,29 +1146,35 @@ pub(crate) fn undo_saves(conn: &mut Connection, ids: &[ItemId], now: i64) -> Res
 
 /// Every failed item back to the queue with a fresh attempt count. An item whose path is waiting
 /// again already (the file was queued anew) stays failed.
-pub(crate) fn retry_failed(conn: &mut Connection, now: i64) -> Result<usize, ImportError> {
+pub(crate) fn retry_failed(conn: &Db<'_>, now: i64) -> Result<usize, ImportError> {
     Ok(conn.execute(
-        "UPDATE OR IGNORE import_items
-         SET state = 'queued', attempts = 0, error_code = NULL, error_message = NULL, updated_at = ?1
-         WHERE state = 'failed'",
-        [now],
+        concat!(
+            "UPDATE import_items
+             SET state = 'queued', attempts = 0, error_code = NULL, error_message = NULL, updated_at = ?1
+             WHERE state = 'failed' AND ",
+            path_not_waiting!()
+        ),
+        params![now],
     )?)
 }
 
 /// Removes the saved and skipped items (the photos, attempts and products stay in the catalog).
-pub(crate) fn clear_done(conn: &mut Connection) -> Result<usize, ImportError> {
-    Ok(conn.execute("DELETE FROM import_items WHERE state IN ('saved', 'skipped')", [])?)
+pub(crate) fn clear_done(conn: &Db<'_>) -> Result<usize, ImportError> {
+    Ok(conn.execute("DELETE FROM import_items WHERE state IN ('saved', 'skipped')", params![])?)
 }
 
 /// A skipped or failed item back to the queue, marked forced: it is extracted even though the
 /// same bytes are known.
-pub(crate) fn force(conn: &mut Connection, id: ItemId, now: i64) -> Result<(), ImportError> {
+pub(crate) fn force(conn: &Db<'_>, id: ItemId, now: i64) -> Result<(), ImportError> {
     let changed = conn.execute(
-        "UPDATE OR IGNORE import_items
-         SET state = 'queued', forced = 1, attempts = 0, skip_reason = NULL, duplicate_of_item = NULL,
-             duplicate_of_product = NULL, error_code = NULL, error_message = NULL, updated_at = ?2
-         WHERE id = ?1
-           AND (state = 'failed' OR skip_reason IN ('already_in_catalog', 'already_queued', 'discarded'))",
+        concat!(
+            "UPDATE import_items
+             SET state = 'queued', forced = 1, attempts = 0, skip_reason = NULL, duplicate_of_item = NULL,
+                 duplicate_of_product = NULL, error_code = NULL, error_message = NULL, updated_at = ?2
+             WHERE id = ?1
+               AND (state = 'failed' OR skip_reason IN ('already_in_catalog', 'already_queued', 'discarded')) AND ",
+            path_not_waiting!()
+        ),
         params![id, now],
     )?;
     if changed == 1 {
@@ -1053,27 +1193,25 @@ struct ItemPhotoRow {
 }
 
 /// An item's state, origin, batch mode and photos, in order (its own first).
-fn photos_of(tx: &Connection, id: ItemId) -> Result<(ItemState, String, bool, Vec<ItemPhotoRow>), ImportError> {
+fn photos_of(tx: &Db<'_>, id: ItemId) -> Result<(ItemState, String, bool, Vec<ItemPhotoRow>), ImportError> {
     let (state, origin, batch, first) = tx
         .query_row(
             "SELECT state, origin, batch, path, path_bytes, sha256, photo_id FROM import_items WHERE id = ?1",
-            [id],
+            params![id],
             |r| {
                 let photo =
                     ItemPhotoRow { path: r.get(3)?, path_bytes: r.get(4)?, sha256: r.get(5)?, photo_id: r.get(6)? };
-                Ok((parse_state(r, 0)?, r.get::<_, String>(1)?, r.get::<_, bool>(2)?, photo))
+                Ok((parse_state(r, 0)?, r.get::<String>(1)?, r.get::<bool>(2)?, photo))
             },
         )
         .optional()?
         .ok_or(ImportError::NotFound(id))?;
     let mut photos = vec![first];
-    let mut stmt = tx.prepare_cached(
+    photos.extend(tx.query_map(
         "SELECT path, path_bytes, sha256, photo_id FROM import_item_photos WHERE item_id = ?1 ORDER BY position",
-    )?;
-    let more = stmt.query_map([id], |r| {
-        Ok(ItemPhotoRow { path: r.get(0)?, path_bytes: r.get(1)?, sha256: r.get(2)?, photo_id: r.get(3)? })
-    })?;
-    photos.extend(more.collect::<Result<Vec<_>, _>>()?);
+        params![id],
+        |r| Ok(ItemPhotoRow { path: r.get(0)?, path_bytes: r.get(1)?, sha256: r.get(2)?, photo_id: r.get(3)? }),
+    )?);
     Ok((state, origin, batch, photos))
 }
 
@@ -1084,14 +1222,14 @@ const REGROUPABLE: [ItemState; 3] = [ItemState::Queued, ItemState::Ready, ItemSt
 /// settled one is `failed` with `regrouped` (its proposal was for other photos), extracted again
 /// only when asked ([`force`]).
 fn write_photos(
-    tx: &Connection,
+    tx: &Db<'_>,
     id: ItemId,
     state: ItemState,
     photos: &[ItemPhotoRow],
     now: i64,
 ) -> Result<(), ImportError> {
     let first = &photos[0];
-    tx.execute("DELETE FROM import_item_photos WHERE item_id = ?1", [id])?;
+    tx.execute("DELETE FROM import_item_photos WHERE item_id = ?1", params![id])?;
     tx.execute(
         "UPDATE import_items SET path = ?2, path_bytes = ?3, sha256 = ?4, photo_id = ?5, group_json = NULL,
                                  updated_at = ?6
@@ -1127,14 +1265,14 @@ fn write_photos(
 /// settled items are not sent again by themselves ([`write_photos`]). Returns the items changed
 /// (the new one last).
 pub(crate) fn move_photo(
-    conn: &mut Connection,
+    conn: &Db<'_>,
     from: ItemId,
     index: usize,
     to: Option<ItemId>,
     max_photos: usize,
     now: i64,
 ) -> Result<Vec<(ItemId, ItemState)>, ImportError> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = conn.transaction()?;
     let (from_state, origin, batch, mut from_photos) = photos_of(&tx, from)?;
     if !REGROUPABLE.contains(&from_state) {
         return Err(ImportError::WrongState { id: from, state: from_state, expected: "queued, ready or failed" });
@@ -1153,7 +1291,7 @@ pub(crate) fn move_photo(
     // `from` first: its row may have had the moved photo's path, which a waiting new item takes.
     if from_photos.is_empty() {
         // Its only photo goes to `to`: listed as merged, pointing at the item that has it.
-        tx.execute("DELETE FROM import_item_photos WHERE item_id = ?1", [from])?;
+        tx.execute("DELETE FROM import_item_photos WHERE item_id = ?1", params![from])?;
         tx.execute(
             "UPDATE import_items SET state = 'skipped', skip_reason = 'discarded', duplicate_of_item = ?2,
                                      error_code = NULL, error_message = ?3, proposal_json = NULL, flags_json = NULL,
@@ -1181,10 +1319,10 @@ pub(crate) fn move_photo(
         None => {
             let new: ItemId = tx.query_row(
                 "INSERT INTO import_items (path, path_bytes, sha256, photo_id, state, origin, batch, queued_at,
-                                          updated_at)
-                 VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?6, ?7, ?7)
+                                          updated_at, queued_on)
+                 VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?6, ?7, ?7, (SELECT queued_on FROM import_items WHERE id = ?8))
                  RETURNING id",
-                params![photo.path, photo.path_bytes, photo.sha256, photo.photo_id, origin, batch, now],
+                params![photo.path, photo.path_bytes, photo.sha256, photo.photo_id, origin, batch, now, from],
                 |r| r.get(0),
             )?;
             write_photos(&tx, new, from_state, std::slice::from_ref(&photo), now)?;
@@ -1200,7 +1338,7 @@ pub(crate) fn move_photo(
 }
 
 /// `ready`, `failed` or `queued` → skipped (`discarded`).
-pub(crate) fn discard(conn: &mut Connection, id: ItemId, now: i64) -> Result<(), ImportError> {
+pub(crate) fn discard(conn: &Db<'_>, id: ItemId, now: i64) -> Result<(), ImportError> {
     let changed = conn.execute(
         "UPDATE import_items
          SET state = 'skipped', skip_reason = 'discarded', error_code = NULL, error_message = 'Discarded in review.',
@@ -1215,9 +1353,9 @@ pub(crate) fn discard(conn: &mut Connection, id: ItemId, now: i64) -> Result<(),
     Err(ImportError::WrongState { id, state, expected: "ready, failed or queued" })
 }
 
-fn state_of(conn: &Connection, id: ItemId) -> Result<ItemState, ImportError> {
+fn state_of(conn: &Db<'_>, id: ItemId) -> Result<ItemState, ImportError> {
     let state: String = conn
-        .query_row("SELECT state FROM import_items WHERE id = ?1", [id], |row| row.get(0))
+        .query_row("SELECT state FROM import_items WHERE id = ?1", params![id], |row| row.get(0))
         .optional()?
         .ok_or(ImportError::NotFound(id))?;
     Ok(ItemState::parse(&state).unwrap_or(ItemState::Skipped))
@@ -1232,12 +1370,10 @@ const NEAR_SEED: &str = "SELECT ph.id, ph.phash FROM photos ph
             OR EXISTS (SELECT 1 FROM import_items i WHERE i.photo_id = ph.id AND i.state <> 'skipped'))";
 
 /// The photos the near-duplicate index starts with: those of products and of items not skipped.
-pub(crate) fn near_seed(conn: &mut Connection) -> Result<Vec<(PhotoId, u64)>, ImportError> {
-    let mut stmt = conn.prepare(NEAR_SEED)?;
-    let rows = stmt.query_map([], |row| Ok((row.get::<_, PhotoId>(0)?, row.get::<_, String>(1)?)))?;
+pub(crate) fn near_seed(conn: &Db<'_>) -> Result<Vec<(PhotoId, u64)>, ImportError> {
+    let rows = conn.query_map(NEAR_SEED, params![], |row| Ok((row.get::<PhotoId>(0)?, row.get::<String>(1)?)))?;
     let mut seed = Vec::new();
-    for row in rows {
-        let (photo, hex) = row?;
+    for (photo, hex) in rows {
         if let Some(hash) = phash::from_hex(&hex) {
             seed.push((photo, hash));
         }
@@ -1247,21 +1383,21 @@ pub(crate) fn near_seed(conn: &mut Connection) -> Result<Vec<(PhotoId, u64)>, Im
 
 /// Thumbnails of product photos saved before perceptual hashes existed, `limit` at a time.
 pub(crate) fn photos_without_phash(
-    conn: &mut Connection,
+    conn: &Db<'_>,
     after: PhotoId,
     limit: u32,
 ) -> Result<Vec<(PhotoId, Vec<u8>)>, ImportError> {
-    let mut stmt = conn.prepare_cached(
+    Ok(conn.query_map(
         "SELECT id, thumbnail_jpeg FROM photos
          WHERE phash IS NULL AND id > ?1 AND id IN (SELECT photo_id FROM products WHERE deleted_at IS NULL)
          ORDER BY id LIMIT ?2",
-    )?;
-    let rows = stmt.query_map(params![after, limit], |row| Ok((row.get(0)?, row.get(1)?)))?;
-    Ok(rows.collect::<Result<_, _>>()?)
+        params![after, limit],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )?)
 }
 
-pub(crate) fn set_phashes(conn: &mut Connection, hashes: &[(PhotoId, u64)]) -> Result<(), ImportError> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+pub(crate) fn set_phashes(conn: &Db<'_>, hashes: &[(PhotoId, u64)]) -> Result<(), ImportError> {
+    let tx = conn.transaction()?;
     for (photo, hash) in hashes {
         catalog_tx::set_photo_phash(&tx, *photo, &phash::to_hex(*hash))?;
     }
@@ -1281,21 +1417,22 @@ const ROW_SELECT: &str = "
            lp.id, lp.name,
            li.id, li.path, json_extract(li.proposal_json, '$.name'),
            i.origin, i.path_bytes,
-           1 + (SELECT count(*) FROM import_item_photos x WHERE x.item_id = i.id)
+           1 + (SELECT count(*) FROM import_item_photos x WHERE x.item_id = i.id),
+           i.lease_owner, i.queued_on
     FROM import_items i
     LEFT JOIN products lp ON lp.photo_id = i.looks_like_photo_id AND lp.duplicate_of IS NULL AND lp.deleted_at IS NULL
     LEFT JOIN import_items li ON li.id = (SELECT max(x.id) FROM import_items x
                                          WHERE x.photo_id = i.looks_like_photo_id AND x.state <> 'skipped')";
 
-fn row(r: &Row<'_>) -> rusqlite::Result<ImportRow> {
+fn row(r: &DbRow<'_>) -> rusqlite::Result<ImportRow> {
     let path: String = r.get(1)?;
     let state = parse_state(r, 2)?;
-    let code = match r.get::<_, Option<String>>(4)? {
+    let code = match r.get::<Option<String>>(4)? {
         Some(code) => Some(parse_code(4, &code)?),
         None => None,
     };
     let message: Option<String> = r.get(5)?;
-    let (last_error, skipped) = match r.get::<_, Option<String>>(6)? {
+    let (last_error, skipped) = match r.get::<Option<String>>(6)? {
         Some(reason) => {
             let reason = SkipReason::parse(&reason).ok_or_else(|| bad_column(6, &reason))?;
             let skip = SkipInfo {
@@ -1308,12 +1445,12 @@ fn row(r: &Row<'_>) -> rusqlite::Result<ImportRow> {
         }
         None => (code.zip(message).map(|(code, message)| ErrorReport::new(code, message)), None),
     };
-    let proposal = match r.get::<_, Option<String>>(9)? {
+    let proposal = match r.get::<Option<String>>(9)? {
         Some(name) => Some(ProposalSummary { name, brand: r.get(10)? }),
         None => None,
     };
     let distance: Option<u32> = r.get(15)?;
-    let looks_like = match (distance, r.get::<_, Option<ProductId>>(16)?, r.get::<_, Option<ItemId>>(18)?) {
+    let looks_like = match (distance, r.get::<Option<ProductId>>(16)?, r.get::<Option<ItemId>>(18)?) {
         (Some(distance), Some(product_id), _) => Some(LooksLike::Product { product_id, name: r.get(17)?, distance }),
         (Some(distance), None, Some(item_id)) => {
             Some(LooksLike::Item { item_id, path: r.get(19)?, name: r.get(20)?, distance })
@@ -1340,11 +1477,13 @@ fn row(r: &Row<'_>) -> rusqlite::Result<ImportRow> {
         product_id: r.get(13)?,
         updated_at: r.get(14)?,
         photo_count: r.get(23)?,
+        worked_by: r.get(24)?,
+        queued_on: r.get(25)?,
     })
 }
 
 pub(crate) fn page(
-    conn: &mut Connection,
+    conn: &Db<'_>,
     offset: u32,
     limit: u32,
     states: Option<&[ItemState]>,
@@ -1357,40 +1496,61 @@ pub(crate) fn page(
         }
         None => String::new(),
     };
-    let total: u64 =
-        conn.query_row(&format!("SELECT count(*) FROM import_items i {filter}"), [], |r| r.get::<_, i64>(0))? as u64;
-    let mut stmt = conn.prepare_cached(&format!("{ROW_SELECT} {filter} ORDER BY i.id LIMIT ?1 OFFSET ?2"))?;
-    let rows = stmt.query_map(params_from_iter([limit, offset]), row)?;
-    Ok(ImportPage { total, rows: rows.collect::<Result<_, _>>()? })
+    let total: u64 = conn
+        .query_row(&format!("SELECT count(*) FROM import_items i {filter}"), params![], |r| r.get::<i64>(0))?
+        as u64;
+    let rows = conn.query_map(
+        &format!("{ROW_SELECT} {filter} ORDER BY i.id LIMIT ?1 OFFSET ?2"),
+        params![limit, offset],
+        row,
+    )?;
+    Ok(ImportPage { total, rows })
 }
 
 /// The interactive items not saved or discarded yet, oldest first: the window's Extract view.
-pub(crate) fn interactive_open(conn: &mut Connection) -> Result<Vec<ImportRow>, ImportError> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "{ROW_SELECT} WHERE i.origin = 'interactive' AND i.state NOT IN ('saved', 'skipped') ORDER BY i.id"
-    ))?;
-    let rows = stmt.query_map([], row)?;
-    Ok(rows.collect::<Result<_, _>>()?)
+pub(crate) fn interactive_open(conn: &Db<'_>) -> Result<Vec<ImportRow>, ImportError> {
+    Ok(conn.query_map(
+        &format!("{ROW_SELECT} WHERE i.origin = 'interactive' AND i.state NOT IN ('saved', 'skipped') ORDER BY i.id"),
+        params![],
+        row,
+    )?)
 }
 
-/// Items changed at or after `since` (unix ms), with their state and change time: how a process
-/// follows what another process does to the shared queue.
-pub(crate) fn changed_since(conn: &mut Connection, since: i64) -> Result<Vec<(ItemId, ItemState, i64)>, ImportError> {
-    let mut stmt =
-        conn.prepare_cached("SELECT id, state, updated_at FROM import_items WHERE updated_at >= ?1 ORDER BY id")?;
-    let rows = stmt.query_map([since], |r| Ok((r.get(0)?, parse_state(r, 1)?, r.get(2)?)))?;
-    Ok(rows.collect::<Result<_, _>>()?)
+/// Items changed at or after `since`, with their state and change time: how a process follows
+/// what another process does to the shared queue. The time is the follow clock's
+/// ([`follow_now`]): the rows' `updated_at` on SQLite (one computer's clock), the server's own
+/// `changed_at` on a server (pg/0008), so desktops whose clocks disagree miss nothing.
+pub(crate) fn changed_since(conn: &Db<'_>, since: i64) -> Result<Vec<(ItemId, ItemState, i64)>, ImportError> {
+    let sql = match conn.dialect() {
+        Dialect::Sqlite => "SELECT id, state, updated_at FROM import_items WHERE updated_at >= ?1 ORDER BY id",
+        Dialect::Postgres => "SELECT id, state, changed_at FROM import_items WHERE changed_at >= ?1 ORDER BY id",
+    };
+    Ok(conn.query_map(sql, params![since], |r| Ok((r.get(0)?, parse_state(r, 1)?, r.get(2)?)))?)
 }
 
-/// SQLite's `data_version`: it changes when another connection (another process) commits.
-pub(crate) fn data_version(conn: &mut Connection) -> Result<i64, ImportError> {
-    Ok(conn.query_row("PRAGMA data_version", [], |r| r.get(0))?)
+/// Now on the clock [`changed_since`] compares with: `local_now` on SQLite, the server's on a
+/// server.
+pub(crate) fn follow_now(conn: &Db<'_>, local_now: i64) -> Result<i64, ImportError> {
+    match conn.dialect() {
+        Dialect::Sqlite => Ok(local_now),
+        Dialect::Postgres => Ok(conn.query_row("SELECT pe_now_ms()", params![], |r| r.get(0))?),
+    }
 }
 
-pub(crate) fn detail(conn: &mut Connection, id: ItemId) -> Result<ImportItemDetail, ImportError> {
+/// A number that changes when another connection (another process, another desktop) commits a
+/// change to the queue: SQLite's `data_version`; on a server, the change sequence every item's
+/// change and every deletion bumps (pg/0008), one read.
+pub(crate) fn data_version(conn: &Db<'_>) -> Result<i64, ImportError> {
+    let sql = match conn.dialect() {
+        Dialect::Sqlite => "PRAGMA data_version",
+        Dialect::Postgres => "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM import_items_changes",
+    };
+    Ok(conn.query_row(sql, params![], |r| r.get(0))?)
+}
+
+pub(crate) fn detail(conn: &Db<'_>, id: ItemId) -> Result<ImportItemDetail, ImportError> {
     let row = conn
-        .prepare_cached(&format!("{ROW_SELECT} WHERE i.id = ?1"))?
-        .query_row([id], row)
+        .query_row(&format!("{ROW_SELECT} WHERE i.id = ?1"), params![id], row)
         .optional()?
         .ok_or(ImportError::NotFound(id))?;
     let (sha256, proposal, flags, attempt, (barcodes, group, sources)) = conn.query_row(
@@ -1400,11 +1560,11 @@ pub(crate) fn detail(conn: &mut Connection, id: ItemId) -> Result<ImportItemDeta
                 a.sources_json
          FROM import_items i LEFT JOIN attempts a ON a.id = i.attempt_id
          WHERE i.id = ?1",
-        [id],
+        params![id],
         |r| {
             let proposal: Option<Product> = json(r, 1)?;
             let flags: Vec<FieldFlag> = json(r, 2)?.unwrap_or_default();
-            let attempt = match r.get::<_, Option<i64>>(3)? {
+            let attempt = match r.get::<Option<i64>>(3)? {
                 Some(attempt_id) => {
                     let tokens: [Option<u32>; 5] = [r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?, r.get(11)?];
                     let usage = tokens[0].map(|prompt_tokens| Usage {
@@ -1417,10 +1577,10 @@ pub(crate) fn detail(conn: &mut Connection, id: ItemId) -> Result<ImportItemDeta
                     Some(AttemptInfo {
                         id: attempt_id,
                         model: r.get(4)?,
-                        latency_ms: r.get::<_, i64>(5)?.max(0) as u64,
+                        latency_ms: r.get::<i64>(5)?.max(0) as u64,
                         usage,
                         raw_response: r.get(10)?,
-                        cost_usd: r.get::<_, Option<i64>>(12)?.map(Usd::from_nanos),
+                        cost_usd: r.get::<Option<i64>>(12)?.map(Usd::from_nanos),
                         batch: r.get(13)?,
                     })
                 }
@@ -1429,7 +1589,7 @@ pub(crate) fn detail(conn: &mut Connection, id: ItemId) -> Result<ImportItemDeta
             let barcodes: Option<Vec<Barcode>> = json(r, 14)?;
             let group: Option<GroupNote> = json(r, 15)?;
             let sources: Vec<crate::product::FieldSource> = json(r, 16)?.unwrap_or_default();
-            Ok((r.get::<_, Option<String>>(0)?, proposal, flags, attempt, (barcodes, group, sources)))
+            Ok((r.get::<Option<String>>(0)?, proposal, flags, attempt, (barcodes, group, sources)))
         },
     )?;
     let first = ItemPhoto {
@@ -1439,23 +1599,23 @@ pub(crate) fn detail(conn: &mut Connection, id: ItemId) -> Result<ImportItemDeta
         photo_id: row.photo_id,
     };
     let mut photos = vec![first];
-    let mut stmt = conn.prepare_cached(
+    photos.extend(conn.query_map(
         "SELECT path, path_bytes, photo_id FROM import_item_photos WHERE item_id = ?1 ORDER BY position",
-    )?;
-    let more = stmt.query_map([id], |r| {
-        let stored = StoredPath::from_stored(r.get(0)?, r.get(1)?);
-        Ok(ItemPhoto {
-            file_name: stored.file_name(),
-            path_bytes: stored.bytes_hex(),
-            path: stored.text().to_owned(),
-            photo_id: r.get(2)?,
-        })
-    })?;
-    photos.extend(more.collect::<Result<Vec<_>, _>>()?);
+        params![id],
+        |r| {
+            let stored = StoredPath::from_stored(r.get(0)?, r.get(1)?);
+            Ok(ItemPhoto {
+                file_name: stored.file_name(),
+                path_bytes: stored.bytes_hex(),
+                path: stored.text().to_owned(),
+                photo_id: r.get(2)?,
+            })
+        },
+    )?);
     Ok(ImportItemDetail { row, sha256, proposal, flags, attempt, barcodes, photos, group, sources })
 }
 
-fn json<T: serde::de::DeserializeOwned>(r: &Row<'_>, idx: usize) -> rusqlite::Result<Option<T>> {
+fn json<T: serde::de::DeserializeOwned>(r: &DbRow<'_>, idx: usize) -> rusqlite::Result<Option<T>> {
     match r.get_ref(idx)?.as_str_or_null()? {
         None => Ok(None),
         Some(text) => serde_json::from_str(text)
@@ -1464,7 +1624,7 @@ fn json<T: serde::de::DeserializeOwned>(r: &Row<'_>, idx: usize) -> rusqlite::Re
     }
 }
 
-fn parse_state(r: &Row<'_>, idx: usize) -> rusqlite::Result<ItemState> {
+fn parse_state(r: &DbRow<'_>, idx: usize) -> rusqlite::Result<ItemState> {
     let text = r.get_ref(idx)?.as_str()?;
     ItemState::parse(text).ok_or_else(|| bad_column(idx, text))
 }
@@ -1510,13 +1670,13 @@ pub(crate) struct BatchItem {
 /// Before the create call: a `submitting` batch named `display_name`, linked to those of `items`
 /// still `extracting` in batch mode. Returns the batch and the items linked (none: no batch).
 pub(crate) fn open_batch(
-    conn: &mut Connection,
+    conn: &Db<'_>,
     display_name: &str,
     model: &str,
     items: &[ItemId],
     now: i64,
 ) -> Result<Option<(i64, Vec<ItemId>)>, ImportError> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = conn.transaction()?;
     let batch: i64 = tx.query_row(
         "INSERT INTO batches (display_name, state, model, requests, created_at, updated_at)
          VALUES (?1, 'submitting', ?2, ?3, ?4, ?4) RETURNING id",
@@ -1524,15 +1684,14 @@ pub(crate) fn open_batch(
         |row| row.get(0),
     )?;
     let mut linked = Vec::with_capacity(items.len());
-    {
-        let mut link = tx.prepare_cached(
+    for &id in items {
+        let link = tx.execute(
             "UPDATE import_items SET batch_id = ?2, updated_at = ?3
              WHERE id = ?1 AND state = 'extracting' AND batch = 1 AND batch_id IS NULL",
+            params![id, batch, now],
         )?;
-        for &id in items {
-            if link.execute(params![id, batch, now])? == 1 {
-                linked.push(id);
-            }
+        if link == 1 {
+            linked.push(id);
         }
     }
     if linked.is_empty() {
@@ -1546,13 +1705,13 @@ pub(crate) fn open_batch(
 /// The create call answered (or the batch was found by its display name): the batch's name is
 /// stored in the transaction that marks its items `submitted`. Returns how many moved.
 pub(crate) fn batch_accepted(
-    conn: &mut Connection,
+    conn: &Db<'_>,
     batch: i64,
     name: &str,
     phase: BatchPhase,
     now: i64,
 ) -> Result<usize, ImportError> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = conn.transaction()?;
     tx.execute(
         "UPDATE batches SET name = ?2, state = ?3, submitted_at = ?4, updated_at = ?4
          WHERE id = ?1 AND state = 'submitting'",
@@ -1571,55 +1730,49 @@ pub(crate) fn batch_accepted(
 /// `to` (`queued`, or `failed` for their own fault), with the error, counting an attempt when
 /// `count_attempt`.
 pub(crate) fn batch_abandoned(
-    conn: &mut Connection,
+    conn: &Db<'_>,
     batch: i64,
     to: ItemState,
     count_attempt: bool,
     error: &(ErrorCode, String),
     now: i64,
 ) -> Result<Vec<ItemId>, ImportError> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let moved: Vec<ItemId> = {
-        let mut stmt = tx.prepare(
-            "UPDATE import_items SET state = ?2, batch_id = NULL, attempts = attempts + ?3, error_code = ?4,
-                                     error_message = ?5, updated_at = ?6
-             WHERE batch_id = ?1 AND state = 'extracting' RETURNING id",
-        )?;
-        let rows = stmt
-            .query_map(params![batch, to.as_str(), i64::from(count_attempt), error.0.as_str(), error.1, now], |r| {
-                r.get(0)
-            })?;
-        rows.collect::<Result<_, _>>()?
-    };
-    tx.execute("UPDATE import_items SET batch_id = NULL WHERE batch_id = ?1", [batch])?;
-    tx.execute("DELETE FROM batches WHERE id = ?1 AND state = 'submitting'", [batch])?;
+    let tx = conn.transaction()?;
+    let moved: Vec<ItemId> = tx.query_map(
+        "UPDATE import_items SET state = ?2, batch_id = NULL, attempts = attempts + ?3, error_code = ?4,
+                                 error_message = ?5, updated_at = ?6
+         WHERE batch_id = ?1 AND state = 'extracting' RETURNING id",
+        params![batch, to.as_str(), i64::from(count_attempt), error.0.as_str(), error.1, now],
+        |r| r.get(0),
+    )?;
+    tx.execute("UPDATE import_items SET batch_id = NULL WHERE batch_id = ?1", params![batch])?;
+    tx.execute("DELETE FROM batches WHERE id = ?1 AND state = 'submitting'", params![batch])?;
     tx.commit()?;
     Ok(moved)
 }
 
 /// Batches whose create call may or may not have reached Gemini (the process died, or the
 /// answer was lost): id and display name.
-pub(crate) fn submitting_batches(conn: &mut Connection) -> Result<Vec<(i64, String)>, ImportError> {
-    let mut stmt =
-        conn.prepare_cached("SELECT id, display_name FROM batches WHERE state = 'submitting' ORDER BY id")?;
-    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    Ok(rows.collect::<Result<_, _>>()?)
+pub(crate) fn submitting_batches(conn: &Db<'_>) -> Result<Vec<(i64, String)>, ImportError> {
+    Ok(conn.query_map(
+        "SELECT id, display_name FROM batches WHERE state = 'submitting' ORDER BY id",
+        params![],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?)
 }
 
 /// Batches Gemini works on (pending or running).
-pub(crate) fn open_batches(conn: &mut Connection) -> Result<Vec<OpenBatch>, ImportError> {
-    let mut stmt = conn.prepare_cached(
+pub(crate) fn open_batches(conn: &Db<'_>) -> Result<Vec<OpenBatch>, ImportError> {
+    Ok(conn.query_map(
         "SELECT id, name, submitted_at, last_polled_at FROM batches
          WHERE state IN ('pending', 'running') AND name IS NOT NULL ORDER BY id",
-    )?;
-    let rows = stmt.query_map([], |r| {
-        Ok(OpenBatch { id: r.get(0)?, name: r.get(1)?, submitted_at: r.get(2)?, last_polled_at: r.get(3)? })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+        params![],
+        |r| Ok(OpenBatch { id: r.get(0)?, name: r.get(1)?, submitted_at: r.get(2)?, last_polled_at: r.get(3)? }),
+    )?)
 }
 
 /// A poll's answer: the batch's state and when it was looked at.
-pub(crate) fn batch_polled(conn: &mut Connection, batch: i64, phase: BatchPhase, now: i64) -> Result<(), ImportError> {
+pub(crate) fn batch_polled(conn: &Db<'_>, batch: i64, phase: BatchPhase, now: i64) -> Result<(), ImportError> {
     conn.execute(
         "UPDATE batches SET state = ?2, last_polled_at = ?3, updated_at = ?3
          WHERE id = ?1 AND state IN ('pending', 'running')",
@@ -1629,21 +1782,21 @@ pub(crate) fn batch_polled(conn: &mut Connection, batch: i64, phase: BatchPhase,
 }
 
 /// The items still waiting in a batch.
-pub(crate) fn batch_items(conn: &mut Connection, batch: i64) -> Result<Vec<BatchItem>, ImportError> {
-    let mut stmt = conn.prepare_cached(
+pub(crate) fn batch_items(conn: &Db<'_>, batch: i64) -> Result<Vec<BatchItem>, ImportError> {
+    let mut items: Vec<BatchItem> = conn.query_map(
         "SELECT id, photo_id, attempts, barcodes_json FROM import_items
          WHERE batch_id = ?1 AND state = 'submitted' ORDER BY id",
+        params![batch],
+        |r| {
+            Ok(BatchItem {
+                id: r.get(0)?,
+                photo_id: r.get(1)?,
+                more_photos: Vec::new(),
+                attempts: r.get(2)?,
+                barcodes: json(r, 3)?.unwrap_or_default(),
+            })
+        },
     )?;
-    let rows = stmt.query_map([batch], |r| {
-        Ok(BatchItem {
-            id: r.get(0)?,
-            photo_id: r.get(1)?,
-            more_photos: Vec::new(),
-            attempts: r.get(2)?,
-            barcodes: json(r, 3)?.unwrap_or_default(),
-        })
-    })?;
-    let mut items: Vec<BatchItem> = rows.collect::<Result<_, _>>()?;
     for item in &mut items {
         item.more_photos = more_photo_ids(conn, item.id)?;
     }
@@ -1651,19 +1804,19 @@ pub(crate) fn batch_items(conn: &mut Connection, batch: i64) -> Result<Vec<Batch
 }
 
 /// The photo ids of an item's other photos, in order (set once it was prepared).
-fn more_photo_ids(conn: &Connection, item: ItemId) -> Result<Vec<PhotoId>, ImportError> {
-    let mut stmt = conn.prepare_cached(
+fn more_photo_ids(conn: &Db<'_>, item: ItemId) -> Result<Vec<PhotoId>, ImportError> {
+    Ok(conn.query_map(
         "SELECT photo_id FROM import_item_photos WHERE item_id = ?1 AND photo_id IS NOT NULL ORDER BY position",
-    )?;
-    let ids = stmt.query_map([item], |r| r.get(0))?.collect::<Result<_, _>>()?;
-    Ok(ids)
+        params![item],
+        |r| r.get(0),
+    )?)
 }
 
 /// The batch ended (`phase`): its items still `submitted` go back to `queued` with `error` (the
 /// reason), counting an attempt when `count_attempt`, or fail once they reach `max_attempts`.
 /// Returns the items moved and their new state.
 pub(crate) fn batch_ended(
-    conn: &mut Connection,
+    conn: &Db<'_>,
     batch: i64,
     phase: BatchPhase,
     error: Option<&(ErrorCode, String)>,
@@ -1671,64 +1824,60 @@ pub(crate) fn batch_ended(
     max_attempts: u32,
     now: i64,
 ) -> Result<Vec<(ItemId, ItemState)>, ImportError> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = conn.transaction()?;
     tx.execute(
         "UPDATE batches SET state = ?2, error = ?3, last_polled_at = ?4, updated_at = ?4 WHERE id = ?1",
         params![batch, phase.as_str(), error.map(|e| e.1.as_str()), now],
     )?;
-    let moved: Vec<(ItemId, ItemState)> = {
-        let mut stmt = tx.prepare(
-            "UPDATE import_items
-             SET state = CASE WHEN attempts + ?2 >= ?3 THEN 'failed' ELSE 'queued' END,
-                 attempts = attempts + ?2, batch_id = NULL, error_code = ?4, error_message = ?5, updated_at = ?6
-             WHERE batch_id = ?1 AND state = 'submitted' RETURNING id, state",
-        )?;
-        let (code, message) = match error {
-            Some((code, message)) => (code.as_str(), message.as_str()),
-            None => (ErrorCode::GeminiApiError.as_str(), "Gemini's batch gave no answer for this photo."),
-        };
-        let rows = stmt.query_map(params![batch, i64::from(count_attempt), max_attempts, code, message, now], |r| {
-            Ok((r.get(0)?, parse_state(r, 1)?))
-        })?;
-        rows.collect::<Result<_, _>>()?
+    let (code, message) = match error {
+        Some((code, message)) => (code.as_str(), message.as_str()),
+        None => (ErrorCode::GeminiApiError.as_str(), "Gemini's batch gave no answer for this photo."),
     };
+    let moved: Vec<(ItemId, ItemState)> = tx.query_map(
+        "UPDATE import_items
+         SET state = CASE WHEN attempts + ?2 >= ?3 THEN 'failed' ELSE 'queued' END,
+             attempts = attempts + ?2, batch_id = NULL, error_code = ?4, error_message = ?5, updated_at = ?6
+         WHERE batch_id = ?1 AND state = 'submitted' RETURNING id, state",
+        params![batch, i64::from(count_attempt), max_attempts, code, message, now],
+        |r| Ok((r.get(0)?, parse_state(r, 1)?)),
+    )?;
     tx.commit()?;
     Ok(moved)
 }
 
 /// Batch-mode items that will still join a chunk: queued or being prepared, and those
 /// `extracting` but in no batch yet (in a chunk, or about to join one).
-pub(crate) fn batch_items_coming(conn: &mut Connection) -> Result<(usize, usize), ImportError> {
+pub(crate) fn batch_items_coming(conn: &Db<'_>) -> Result<(usize, usize), ImportError> {
     Ok(conn.query_row(
         "SELECT count(*) FILTER (WHERE state IN ('queued', 'preparing')),
                 count(*) FILTER (WHERE state = 'extracting' AND batch_id IS NULL)
          FROM import_items WHERE batch = 1",
-        [],
-        |r| Ok((r.get::<_, i64>(0)? as usize, r.get::<_, i64>(1)? as usize)),
+        params![],
+        |r| Ok((r.get::<i64>(0)? as usize, r.get::<i64>(1)? as usize)),
     )?)
 }
 
 /// The batches not finished, and those that changed since the oldest item listed was queued
 /// (so a failed or expired one is still shown with its reason), newest first.
-pub(crate) fn batch_infos(conn: &mut Connection) -> Result<Vec<BatchInfo>, ImportError> {
-    let mut stmt = conn.prepare_cached(
+pub(crate) fn batch_infos(conn: &Db<'_>) -> Result<Vec<BatchInfo>, ImportError> {
+    Ok(conn.query_map(
         "SELECT b.name, b.state, b.requests, b.submitted_at, b.last_polled_at, b.error FROM batches b
          WHERE b.state IN ('submitting', 'pending', 'running')
             OR b.updated_at >= (SELECT min(queued_at) FROM import_items)
          ORDER BY b.id DESC LIMIT 20",
-    )?;
-    let rows = stmt.query_map([], |r| {
-        let state: String = r.get(1)?;
-        Ok(BatchInfo {
-            name: r.get(0)?,
-            state: BatchPhase::parse(&state).ok_or_else(|| bad_column(1, &state))?,
-            requests: r.get(2)?,
-            submitted_at: r.get(3)?,
-            last_polled_at: r.get(4)?,
-            error: r.get(5)?,
-        })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+        params![],
+        |r| {
+            let state: String = r.get(1)?;
+            Ok(BatchInfo {
+                name: r.get(0)?,
+                state: BatchPhase::parse(&state).ok_or_else(|| bad_column(1, &state))?,
+                requests: r.get(2)?,
+                submitted_at: r.get(3)?,
+                last_polled_at: r.get(4)?,
+                error: r.get(5)?,
+            })
+        },
+    )?)
 }
 
 #[cfg(test)]
@@ -1739,7 +1888,7 @@ mod tests {
     /// each check scanned the live products (O(N²): minutes at 100,000 photos).
     #[test]
     fn near_seed_is_one_index_pass() {
-        let mut conn = Connection::open_in_memory().unwrap();
+        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
         crate::catalog::migrations::apply(&mut conn, crate::catalog::migrations::MIGRATIONS).unwrap();
         let plan: Vec<String> = {
             let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {NEAR_SEED}")).unwrap();
@@ -1749,6 +1898,6 @@ mod tests {
         assert!(plan.iter().any(|l| l.starts_with("SEARCH p USING INDEX products_live_photo")), "{plan:?}");
         assert!(plan.iter().any(|l| l.starts_with("SEARCH i USING INDEX")), "{plan:?}");
         assert!(!plan.iter().any(|l| l.starts_with("SCAN p ") || l.starts_with("SCAN i ")), "{plan:?}");
-        near_seed(&mut conn).unwrap();
+        near_seed(&Db::Sqlite(&conn)).unwrap();
     }
 }

@@ -1,0 +1,244 @@
+//! The import engine on a team catalog (issue 13): several desktops work one queue on a real
+//! PostgreSQL server (`scripts/with-postgres`), each with its own pipeline, breaker and bulkhead,
+//! against fake Geminis on 127.0.0.1. A desktop here is an `ImportQueue` on its own connection
+//! pool under its own desktop name (`user@host #pid`); two hosts are played in one process.
+//!
+//! What must hold across desktops: each photo is sent once, whoever queued it and however many
+//! queue it; a desktop that dies leaves nothing behind (its items go back after their lease and
+//! another desktop finishes them); an interactive photo stays with the computer where someone
+//! waits for it; a photo another computer cannot read is left to those that can.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use fake_gemini::photos::sample_jpeg;
+use fake_gemini::{FakeGemini, FakeOptions};
+use pe_core::catalog::server::testing::fresh_database;
+use pe_core::catalog::server::{ServerCatalog, ServerUrl};
+use pe_core::catalog::Catalog;
+use pe_core::config::{ApiKey, GeminiConfig, ImageConfig};
+use pe_core::gemini::GeminiClient;
+use pe_core::import::*;
+use pe_core::pipeline::{system_clock, Pipeline};
+use pe_core::resilience::{ResilienceConfig, ResilienceStack};
+use pe_core::ErrorCode;
+
+const KEY: &str = "test-key";
+
+fn no_env(_: &str) -> Option<String> {
+    None
+}
+
+/// One desktop of the team: its own fake Gemini (so its calls are counted apart), its own stack,
+/// its own connections to the shared database.
+struct Desktop {
+    fake: FakeGemini,
+    catalog: Catalog,
+    stack: ResilienceStack,
+}
+
+impl Desktop {
+    async fn new(url: &str, name: &str, latency: Duration) -> Desktop {
+        let fake = FakeGemini::start(FakeOptions { latency, ..FakeOptions::default() }).await.unwrap();
+        let server = ServerCatalog::connect_with(&ServerUrl::parse(url).unwrap(), &no_env, None).await.unwrap();
+        server.migrate().await.unwrap();
+        let catalog = Catalog::on_server(server.with_desktop(name));
+        let mut resilience = ResilienceConfig::default();
+        resilience.bulkhead.max_concurrent_calls = 4;
+        resilience.retry.max_attempts = 1;
+        let stack = ResilienceStack::new("gemini", resilience).unwrap();
+        Desktop { fake, catalog, stack }
+    }
+
+    fn pipeline(&self) -> Pipeline {
+        let config = GeminiConfig {
+            base_url: self.fake.base_url(),
+            api_key: ApiKey::new(KEY),
+            timeout: Duration::from_secs(10),
+            ..GeminiConfig::default()
+        };
+        let client = GeminiClient::new(&config).unwrap();
+        Pipeline::new(client, self.stack.clone(), self.catalog.clone(), ImageConfig::default(), system_clock())
+    }
+
+    async fn queue(&self, options: ImportOptions) -> ImportQueue {
+        ImportQueue::open(self.pipeline(), options).await.unwrap()
+    }
+}
+
+fn options(lease_ms: u64) -> ImportOptions {
+    ImportOptions {
+        lease: Duration::from_millis(lease_ms),
+        follow_interval: Duration::from_millis(100),
+        ..ImportOptions::default()
+    }
+}
+
+/// `n` distinct photos in `dir/folder` (each folder's its own: seeded by the folder's name).
+fn photos(dir: &Path, folder: &str, n: u64) -> PathBuf {
+    let seed = folder.bytes().fold(7_000u64, |seed, b| seed.wrapping_mul(31).wrapping_add(u64::from(b))) % 1_000_000;
+    let folder = dir.join(folder);
+    std::fs::create_dir_all(&folder).unwrap();
+    for i in 0..n {
+        std::fs::write(folder.join(format!("p{i:03}.jpg")), sample_jpeg(seed * 1_000 + i, 320, 240, 85)).unwrap();
+    }
+    folder
+}
+
+async fn rows(queue: &ImportQueue) -> Vec<ImportRow> {
+    queue.items(0, 10_000, None).await.unwrap().rows
+}
+
+async fn wait_for(what: &str, timeout: Duration, mut done: impl AsyncFnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !done().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Every photo's request body, from every desktop's fake: how many times each was sent.
+fn sends(desktops: &[&Desktop]) -> HashMap<u64, usize> {
+    let mut all = HashMap::new();
+    for desktop in desktops {
+        for (body, n) in desktop.fake.generate_counts_per_body() {
+            *all.entry(body).or_default() += n;
+        }
+    }
+    all
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_desktops_importing_one_folder_send_each_photo_once_and_share_the_work() {
+    let url = fresh_database("two_desktops").await;
+    let dir = tempfile::tempdir().unwrap();
+    let folder = photos(dir.path(), "shoot", 40);
+    let alice = Desktop::new(&url, "alice@desk-1 #1", Duration::from_millis(150)).await;
+    let bob = Desktop::new(&url, "bob@desk-2 #2", Duration::from_millis(150)).await;
+    let (qa, qb) = tokio::join!(alice.queue(options(30_000)), bob.queue(options(30_000)));
+    // Both queue the same folder at the same moment: 40 items, not 80.
+    let (a, b) = tokio::join!(
+        qa.enqueue(vec![folder.clone()], EnqueueOptions::default()),
+        qb.enqueue(vec![folder.clone()], EnqueueOptions::default())
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!(a.queued + b.queued, 40, "alice {a:?}, bob {b:?}");
+    wait_for("every item ready", Duration::from_secs(60), async || {
+        rows(&qa).await.iter().filter(|r| r.state == ItemState::Ready).count() == 40
+    })
+    .await;
+    let all = rows(&qb).await;
+    assert_eq!(all.len(), 40, "one item per photo: {all:?}");
+    assert!(all.iter().all(|r| r.state == ItemState::Ready && r.worked_by.is_none()), "leases end: {all:?}");
+    let sent = sends(&[&alice, &bob]);
+    assert_eq!(sent.values().sum::<usize>(), 40);
+    assert!(sent.values().all(|n| *n == 1), "each photo sent once: {sent:?}");
+    let (by_alice, by_bob) = (alice.fake.generate_count(), bob.fake.generate_count());
+    assert!(by_alice > 0 && by_bob > 0, "both desktops worked: alice {by_alice}, bob {by_bob}");
+    // Each desktop keeps its own bulkhead: never more than its 4 slots at its own fake.
+    assert!(alice.fake.max_in_flight() <= 4 && bob.fake.max_in_flight() <= 4);
+    // Who queued it is recorded: the item's host.
+    assert!(all.iter().all(|r| matches!(r.queued_on.as_deref(), Some("desk-1" | "desk-2"))), "{all:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_dead_desktops_items_go_back_after_their_lease_and_another_finishes_them() {
+    let url = fresh_database("dead_desktop").await;
+    let dir = tempfile::tempdir().unwrap();
+    let folder = photos(dir.path(), "shoot", 12);
+    // Alice's Gemini never answers in time: she holds items when she dies.
+    let alice = Desktop::new(&url, "alice@desk-1 #1", Duration::from_secs(3600)).await;
+    let qa = alice.queue(options(1_000)).await;
+    qa.enqueue(vec![folder], EnqueueOptions::default()).await.unwrap();
+    wait_for("alice has items in flight", Duration::from_secs(20), async || alice.fake.generate_count() >= 4).await;
+    let held: Vec<ItemId> = rows(&qa).await.iter().filter(|r| r.worked_by.is_some()).map(|r| r.id).collect();
+    assert!(!held.is_empty());
+    for row in rows(&qa).await.iter().filter(|r| r.worked_by.is_some()) {
+        assert_eq!(row.worked_by.as_deref(), Some("alice@desk-1 #1"), "the Import view says who works it");
+    }
+    // Her process dies: nothing renews her leases any more.
+    drop(qa);
+    let bob = Desktop::new(&url, "bob@desk-2 #2", Duration::from_millis(50)).await;
+    let qb = bob.queue(options(1_000)).await;
+    wait_for("bob finished everything", Duration::from_secs(30), async || {
+        rows(&qb).await.iter().all(|r| r.state == ItemState::Ready)
+    })
+    .await;
+    assert_eq!(bob.fake.generate_count(), 12, "bob sent every photo, alice's held ones included");
+    let all = rows(&qb).await;
+    for id in held {
+        let row = all.iter().find(|r| r.id == id).unwrap();
+        assert_eq!(row.attempts, 1, "a lease that ran out does not count as an attempt: {row:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cancel_gives_back_only_this_desktops_items() {
+    let url = fresh_database("cancel_own").await;
+    let dir = tempfile::tempdir().unwrap();
+    let folder = photos(dir.path(), "shoot", 16);
+    let alice = Desktop::new(&url, "alice@desk-1 #1", Duration::from_secs(3600)).await;
+    let bob = Desktop::new(&url, "bob@desk-2 #2", Duration::from_secs(3600)).await;
+    let qa = alice.queue(options(30_000)).await;
+    let qb = bob.queue(options(30_000)).await;
+    qa.enqueue(vec![folder], EnqueueOptions::default()).await.unwrap();
+    wait_for("both have items in flight", Duration::from_secs(20), async || {
+        alice.fake.generate_count() >= 4 && bob.fake.generate_count() >= 4
+    })
+    .await;
+    qa.cancel().await.unwrap();
+    let all = rows(&qb).await;
+    let alices = all.iter().filter(|r| r.worked_by.as_deref() == Some("alice@desk-1 #1")).count();
+    let bobs = all.iter().filter(|r| r.worked_by.as_deref() == Some("bob@desk-2 #2")).count();
+    assert_eq!(alices, 0, "alice's cancel gave her items back: {all:?}");
+    assert!(bobs >= 4, "bob's calls go on: {all:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn interactive_photos_stay_with_their_computer_and_unreadable_ones_go_to_those_that_can_read_them() {
+    let url = fresh_database("hosts").await;
+    let dir = tempfile::tempdir().unwrap();
+    let alice = Desktop::new(&url, "alice@desk-1 #1", Duration::from_millis(20)).await;
+    let bob = Desktop::new(&url, "bob@desk-2 #2", Duration::from_millis(20)).await;
+    // Alice's window waits (not started yet); Bob's works.
+    let qa = alice.queue(ImportOptions { autostart: false, ..options(30_000) }).await;
+    let qb = bob.queue(options(30_000)).await;
+    // A photo dropped on Alice's desk: someone waits at her computer, so only it extracts it.
+    let dropped = photos(dir.path(), "drop", 1).join("p000.jpg");
+    let ours = qa.enqueue_files(vec![dropped], EnqueueOptions::interactive()).await.unwrap();
+    let dropped_id = ours.files[0].item;
+    // A bulk photo that is gone from the disk Bob sees (as if it were only on Alice's).
+    let gone = photos(dir.path(), "gone", 1).join("p000.jpg");
+    let bulk = qa.enqueue_files(vec![gone.clone()], EnqueueOptions::default()).await.unwrap();
+    let gone_id = bulk.files[0].item;
+    std::fs::remove_file(&gone).unwrap();
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let item = qb.item(dropped_id).await.unwrap();
+    assert_eq!(item.row.state, ItemState::Queued, "bob never takes alice's dropped photo: {item:?}");
+    let item = qb.item(gone_id).await.unwrap();
+    assert_eq!(item.row.state, ItemState::Queued, "bob cannot read it: back in the queue, not failed: {item:?}");
+    assert_eq!(item.row.attempts, 0);
+    assert_eq!(bob.fake.generate_count(), 0);
+    // Alice starts: she extracts her photo, and the missing one fails on her own computer, named.
+    qa.resume();
+    let done = tokio::time::timeout(Duration::from_secs(20), qa.finished(dropped_id)).await.unwrap().unwrap();
+    assert_eq!(done.row.state, ItemState::Ready);
+    let failed = tokio::time::timeout(Duration::from_secs(20), qa.finished(gone_id)).await.unwrap().unwrap();
+    assert_eq!(failed.row.state, ItemState::Failed);
+    assert_eq!(failed.row.last_error.as_ref().map(|e| e.code), Some(ErrorCode::Io), "{failed:?}");
+    assert_eq!(alice.fake.generate_count(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_overnight_import_on_a_team_catalog_is_refused_with_the_reason() {
+    let url = fresh_database("batch_refused").await;
+    let dir = tempfile::tempdir().unwrap();
+    let folder = photos(dir.path(), "shoot", 1);
+    let alice = Desktop::new(&url, "alice@desk-1 #1", Duration::ZERO).await;
+    let qa = alice.queue(options(30_000)).await;
+    let refused = qa.enqueue(vec![folder], EnqueueOptions { batch: true, ..EnqueueOptions::default() }).await;
+    let message = refused.unwrap_err().to_string();
+    assert!(message.contains("overnight"), "{message}");
+    assert!(rows(&qa).await.is_empty());
+}
