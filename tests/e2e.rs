@@ -575,7 +575,22 @@ async fn a_team_catalog_shows_what_another_desktop_saves() {
         }
     };
 
-    let driver = start_driver(data_dir.path(), TEAM_PORTS, &[("PRODUCT_EXTRACTOR_CATALOG_URL", &url)]);
+    // Both desktops' Geminis answer slowly: their import items stay in flight while we look.
+    let slow =
+        || fake_gemini::FakeOptions { latency: Duration::from_secs(3600), ..fake_gemini::FakeOptions::default() };
+    let window_fake = fake_gemini::FakeGemini::start(slow()).await.unwrap();
+    let window_gemini = window_fake.base_url();
+    let driver = start_driver(
+        data_dir.path(),
+        TEAM_PORTS,
+        &[
+            ("PRODUCT_EXTRACTOR_CATALOG_URL", &url),
+            ("GEMINI_BASE_URL", &window_gemini),
+            ("GEMINI_API_KEY", "test-key"),
+            // A model id, not an alias: nothing to resolve at the slow fake before the first call.
+            ("GEMINI_MODEL", "gemini-2.5-flash"),
+        ],
+    );
     let c = connect(&driver).await;
     let long = Duration::from_secs(30);
     wait_for(&c, "#nav-settings", long).await.click().await.unwrap();
@@ -614,7 +629,77 @@ async fn a_team_catalog_shows_what_another_desktop_saves() {
     edit(1, 2, "Granola, bob again").await;
     wait_for_value(&c, "#field-name", "Granola, bob again", Duration::from_secs(5)).await;
     wait_text(&c, "#detail-revision", "revision 3", long).await;
+    wait_for(&c, r#"button[aria-label="Close (Esc)"]"#, long).await.click().await.unwrap();
+
+    // Bob's desktop imports a folder into the team's queue: the window takes its part too, and
+    // its Import view says which desktop works which photo.
+    let bob_fake = fake_gemini::FakeGemini::start(slow()).await.unwrap();
+    let bob_queue = team_desktop(&url, "bob@studio-2 #2", &bob_fake.base_url()).await;
+    let shoot = data_dir.path().join("team-shoot");
+    std::fs::create_dir_all(&shoot).unwrap();
+    for i in 0..12u64 {
+        std::fs::write(shoot.join(format!("t{i:02}.jpg")), fake_gemini::photos::sample_jpeg(900 + i, 320, 240, 85))
+            .unwrap();
+    }
+    bob_queue.enqueue(vec![shoot], pe_core::import::EnqueueOptions::default()).await.unwrap();
+    let deadline = Instant::now() + long;
+    while bob_fake.generate_count() == 0 || window_fake.generate_count() == 0 {
+        if Instant::now() >= deadline {
+            let rows = bob_queue.items(0, 100, None).await.unwrap().rows;
+            panic!(
+                "both desktops send: bob {}, the window {}; bob's queue {:?}: {rows:?}",
+                bob_fake.generate_count(),
+                window_fake.generate_count(),
+                bob_queue.progress().borrow().status
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    wait_for(&c, "#nav-import", long).await.click().await.unwrap();
+    let bobs = wait_text(&c, r#"[data-testid="worked-by"]"#, "bob@studio-2", long).await;
+    assert!(!bobs.contains('#'), "the process number is left out: {bobs}");
+    let deadline = Instant::now() + long;
+    loop {
+        let script =
+            r#"return Array.from(document.querySelectorAll('[data-testid="worked-by"]'), (e) => e.textContent);"#;
+        let shown: Vec<String> = serde_json::from_value(c.execute(script, vec![]).await.unwrap()).unwrap();
+        if shown.iter().any(|t| t.starts_with("bob@studio-2"))
+            && shown.iter().any(|t| t.contains(&format!("@{host} (queued on studio-2)")))
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the Import view shows both desktops at work: {shown:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    screenshot(&c, "team-2-import-by-desktop").await;
     c.close().await.unwrap();
+}
+
+/// Another desktop of a team, in this process: an import queue on the server under its own name,
+/// with its own Gemini (`base_url`).
+async fn team_desktop(url: &str, name: &str, base_url: &str) -> pe_core::import::ImportQueue {
+    use pe_core::catalog::server::{ServerCatalog, ServerUrl};
+    let no_env = |_: &str| None;
+    let server = ServerCatalog::connect_with(&ServerUrl::parse(url).unwrap(), &no_env, None).await.unwrap();
+    let catalog = pe_core::catalog::Catalog::on_server(server.with_desktop(name));
+    let config = pe_core::config::GeminiConfig {
+        base_url: base_url.into(),
+        api_key: pe_core::config::ApiKey::new("test-key"),
+        model: "gemini-2.5-flash".into(),
+        ..pe_core::config::GeminiConfig::default()
+    };
+    let mut resilience = pe_core::resilience::ResilienceConfig::default();
+    resilience.bulkhead.max_concurrent_calls = 2;
+    let stack = pe_core::resilience::ResilienceStack::new("gemini", resilience).unwrap();
+    let client = pe_core::gemini::GeminiClient::new(&config).unwrap();
+    let pipeline = pe_core::pipeline::Pipeline::new(
+        client,
+        stack,
+        catalog,
+        pe_core::config::ImageConfig::default(),
+        pe_core::pipeline::system_clock(),
+    );
+    pe_core::import::ImportQueue::open(pipeline, pe_core::import::ImportOptions::default()).await.unwrap()
 }
 
 /// Waits until the input matched by `css` holds exactly `value`.
