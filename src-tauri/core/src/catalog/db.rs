@@ -223,7 +223,7 @@ impl<'c> Db<'c> {
     pub(crate) fn transaction(&self) -> Result<DbTx<'c>, DbError> {
         match self {
             Self::Sqlite(conn) => conn.execute_batch("BEGIN IMMEDIATE")?,
-            Self::Postgres(session) => session.batch("BEGIN ISOLATION LEVEL SERIALIZABLE")?,
+            Self::Postgres(session) => session.begin()?,
         }
         Ok(DbTx { db: *self, open: true })
     }
@@ -247,7 +247,7 @@ impl DbTx<'_> {
         self.open = false;
         match self.db {
             Db::Sqlite(conn) => Ok(conn.execute_batch("COMMIT")?),
-            Db::Postgres(session) => session.batch("COMMIT"),
+            Db::Postgres(session) => session.end("COMMIT"),
         }
     }
 }
@@ -259,7 +259,7 @@ impl Drop for DbTx<'_> {
         }
         let rolled_back = match self.db {
             Db::Sqlite(conn) => conn.execute_batch("ROLLBACK").map_err(DbError::from),
-            Db::Postgres(session) => session.batch("ROLLBACK"),
+            Db::Postgres(session) => session.end("ROLLBACK"),
         };
         if let Err(e) = rolled_back {
             tracing::warn!(error = ?e, "rolling a catalog transaction back failed");
@@ -278,7 +278,15 @@ pub(crate) struct PgSession {
     desktop: String,
     /// Whether a transaction is open (a closure that leaked its `DbTx` leaves one).
     in_tx: Cell<bool>,
+    /// Transactions run alone (see [`PgSession::run_alone`]); `held`: the exclusive lock is held
+    /// now.
+    alone: Cell<bool>,
+    held: Cell<bool>,
 }
+
+/// The advisory lock every seam transaction on a server takes: shared by all of them, exclusive
+/// for one that has lost too many races (`"pe_seam\0"`).
+const SEAM_LOCK: i64 = 0x7065_5f73_6561_6d00;
 
 impl PgSession {
     pub(crate) fn new(
@@ -288,7 +296,55 @@ impl PgSession {
         user: String,
         desktop: String,
     ) -> Self {
-        Self { client, handle, url, user, desktop, in_tx: Cell::new(false) }
+        Self {
+            client,
+            handle,
+            url,
+            user,
+            desktop,
+            in_tx: Cell::new(false),
+            alone: Cell::new(false),
+            held: Cell::new(false),
+        }
+    }
+
+    /// From now on, this session's transactions run alone: no other seam transaction of any
+    /// desktop runs while one does, so it cannot lose a race again.
+    ///
+    /// Every seam transaction holds [`SEAM_LOCK`] shared (taken with `BEGIN`, released with the
+    /// transaction). Under `SERIALIZABLE` a long transaction (queueing a folder of hundreds of
+    /// photos) can lose to a stream of short ones (other desktops claiming and finishing items)
+    /// every time it runs; after a few losses [`super::Catalog::run_db`] calls this. The
+    /// exclusive lock is a session lock taken *before* `BEGIN`, so the transaction's snapshot is
+    /// taken after every other seam transaction has ended; it is released after the
+    /// transaction ends (and by [`PgSession::finish`] in any case).
+    pub(crate) fn run_alone(&self) {
+        self.alone.set(true);
+    }
+
+    /// Starts a seam transaction (see [`SEAM_LOCK`]).
+    fn begin(&self) -> Result<(), DbError> {
+        if self.alone.get() && !self.held.get() {
+            self.batch(&format!("SELECT pg_advisory_lock({SEAM_LOCK})"))?;
+            self.held.set(true);
+            return self.batch("BEGIN ISOLATION LEVEL SERIALIZABLE");
+        }
+        self.batch(&format!("BEGIN ISOLATION LEVEL SERIALIZABLE; SELECT pg_advisory_xact_lock_shared({SEAM_LOCK})"))
+    }
+
+    /// Ends a seam transaction with `COMMIT` or `ROLLBACK`, and lets go of the exclusive lock.
+    fn end(&self, sql: &str) -> Result<(), DbError> {
+        let result = self.batch(sql);
+        self.release();
+        result
+    }
+
+    fn release(&self) {
+        if self.held.replace(false) {
+            if let Err(e) = self.batch(&format!("SELECT pg_advisory_unlock({SEAM_LOCK})")) {
+                tracing::warn!(error = ?e, "releasing the catalog's exclusive lock failed");
+            }
+        }
     }
 
     fn failed(&self, e: &tokio_postgres::Error) -> DbError {
@@ -348,12 +404,15 @@ impl PgSession {
     /// Ends the session: a transaction left open (a closure that returned early with an error
     /// after its `DbTx` was leaked) is rolled back before the connection returns to the pool.
     pub(crate) fn finish(self) {
-        if !self.in_tx.get() || self.client.is_closed() {
+        if self.client.is_closed() {
             return;
         }
-        if let Err(e) = self.handle.block_on(self.client.batch_execute("ROLLBACK")) {
-            tracing::debug!(error = %e, "closing a catalog session");
+        if self.in_tx.get() {
+            if let Err(e) = self.handle.block_on(self.client.batch_execute("ROLLBACK")) {
+                tracing::debug!(error = %e, "closing a catalog session");
+            }
         }
+        self.release();
     }
 }
 
@@ -630,6 +689,77 @@ fn numeric(raw: &[u8]) -> Result<Value, BoxError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A long transaction that keeps losing races to a stream of short ones (other desktops
+    /// claiming and finishing items while this one queues a whole folder) is not starved: after
+    /// a few losses it runs alone and commits. Against the real server of `scripts/with-postgres`.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_long_transaction_that_keeps_losing_races_runs_alone_and_commits() {
+        use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+        use std::sync::Arc;
+        let url = crate::catalog::server::testing::fresh_database("seam_alone").await;
+        let url = crate::catalog::server::CatalogUrl::parse(&url).unwrap();
+        let catalog = crate::catalog::Catalog::open_url(&url, &|_: &str| None).await.unwrap();
+        catalog
+            .run_db(|db| db.execute("CREATE TABLE probe (n BIGINT NOT NULL)", &[]).map_err(CatalogError::from))
+            .await
+            .unwrap();
+        // Each reads the whole table and appends to it: every two of them conflict.
+        let append = |pause: std::time::Duration, n: i64| {
+            move |db: &Db<'_>| -> Result<(), CatalogError> {
+                let tx = db.transaction()?;
+                let _: i64 = tx.query_row("SELECT count(*) FROM probe", &[], |r| r.get(0))?;
+                std::thread::sleep(pause);
+                tx.execute("INSERT INTO probe (n) VALUES (?1)", &[&n])?;
+                Ok(tx.commit()?)
+            }
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let short_commits = Arc::new(AtomicU32::new(0));
+        let writers: Vec<_> = (0..3)
+            .map(|_| {
+                let (catalog, stop, commits) = (catalog.clone(), stop.clone(), short_commits.clone());
+                tokio::spawn(async move {
+                    while !stop.load(Ordering::SeqCst) {
+                        if catalog.run_db(append(std::time::Duration::ZERO, 1)).await.is_ok() {
+                            commits.fetch_add(1, Ordering::SeqCst);
+                        }
+                    }
+                })
+            })
+            .collect();
+        while short_commits.load(Ordering::SeqCst) < 20 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        let tries = Arc::new(AtomicU32::new(0));
+        let counted = tries.clone();
+        let long = append(std::time::Duration::from_millis(40), -1);
+        let result = catalog
+            .run_db(move |db| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                long(db)
+            })
+            .await;
+        let before = short_commits.load(Ordering::SeqCst);
+        // The others go on afterwards: the exclusive lock was let go.
+        while short_commits.load(Ordering::SeqCst) < before + 10 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        stop.store(true, Ordering::SeqCst);
+        for writer in writers {
+            writer.await.unwrap();
+        }
+        let tries = tries.load(Ordering::SeqCst);
+        assert!(result.is_ok(), "the long transaction failed after {tries} tries: {result:?}");
+        assert!(tries <= crate::catalog::RUN_ALONE_AFTER + 1, "once alone, it cannot lose: {tries} tries");
+        let long_rows: i64 = catalog
+            .run_db(|db| {
+                db.query_row("SELECT count(*) FROM probe WHERE n = -1", &[], |r| r.get(0)).map_err(CatalogError::from)
+            })
+            .await
+            .unwrap();
+        assert_eq!(long_rows, 1);
+    }
 
     #[test]
     fn placeholders_become_numbered_dollars_outside_literals() {

@@ -59,7 +59,9 @@ pub enum CatalogError {
     /// own backup and restore (a server has its own), and overnight (batch) imports. `url` has its
     /// password masked.
     #[error(
-        "the team catalog on a PostgreSQL server ({url}) does not support {operation}: everything else          (imports, extraction, review, editing, export, the cost report) works on it; for {operation},          use the local catalog (remove --catalog, PRODUCT_EXTRACTOR_CATALOG_URL or [catalog] url)"
+        "the team catalog on a PostgreSQL server ({url}) does not support {operation}: everything else \
+         (imports, extraction, review, editing, export, the cost report) works on it; for {operation}, \
+         use the local catalog (remove --catalog, PRODUCT_EXTRACTOR_CATALOG_URL or [catalog] url)"
     )]
     ServerNotSupported { operation: String, url: String },
     /// The server catalog failed (unreachable, refused, a statement failed); the message says

@@ -537,7 +537,8 @@ impl Catalog {
     /// on the blocking pool with a connection from the server's pool (each statement waits with
     /// the runtime's `block_on`). On a server, a transaction that lost a race with another
     /// desktop ([`CatalogError::Contended`]) is run again, up to [`CONTENTION_RETRIES`] times,
-    /// so `f` must only change the database (it may run more than once).
+    /// from the third time alone (no other desktop's seam transaction runs beside it), so `f` must
+    /// only change the database (it may run more than once).
     pub(crate) async fn run_db<R, E, F>(&self, mut f: F) -> Result<R, E>
     where
         R: Send + 'static,
@@ -566,7 +567,11 @@ impl Catalog {
                 match f(&db::Db::Postgres(&session)) {
                     Err(e) if e.is_contention() && retries < CONTENTION_RETRIES => {
                         retries += 1;
-                        std::thread::sleep(contention_pause(retries));
+                        if retries >= RUN_ALONE_AFTER {
+                            session.run_alone();
+                        } else {
+                            std::thread::sleep(contention_pause(retries));
+                        }
                     }
                     result => break result,
                 }
@@ -602,6 +607,9 @@ impl Catalog {
 
 /// How many times a server transaction that raced another desktop's is run again.
 pub(crate) const CONTENTION_RETRIES: u32 = 8;
+/// After this many lost races, a closure's transactions run alone (see `db::PgSession::run_alone`):
+/// a long transaction is never starved by a stream of short ones.
+pub(crate) const RUN_ALONE_AFTER: u32 = 3;
 
 /// A random pause before running a raced transaction again, longer after each try, so two
 /// desktops that collided do not collide again.

@@ -689,7 +689,7 @@ mod tests {
         let url = CatalogUrl::parse("postgres://alice:s3cret@h/db").unwrap();
         let err = url.require_local("`import`").unwrap_err();
         let text = err.to_string();
-        assert!(text.contains("does not support `import` yet"), "{text}");
+        assert!(text.contains("does not support `import`: everything else (imports,"), "{text}");
         assert!(!text.contains("s3cret"), "{text}");
     }
 
