@@ -13,7 +13,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # postgresql for the team catalog's tests (a throwaway server, scripts/with-postgres).
 APT_PACKAGES := build-essential pkg-config libssl-dev cmake nasm curl \
 	libwebkit2gtk-4.1-dev libgtk-3-dev libsoup-3.0-dev librsvg2-dev libayatana-appindicator3-dev libxdo-dev \
-	xvfb xauth webkit2gtk-driver python3-venv dbus gnome-keyring postgresql
+	xvfb xauth webkit2gtk-driver python3-venv dbus gnome-keyring postgresql openssl
 BENCH_PACKAGES := libvips-tools
 CARGO_BIN := $(HOME)/.cargo/bin
 export PATH := $(CARGO_BIN):$(PATH)

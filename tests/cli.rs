@@ -1011,6 +1011,65 @@ async fn catalog_check_json_migrates_the_server_and_masks_the_password() {
     assert!(text(&out).1.contains("needs a server catalog"));
 }
 
+/// `catalog password` (the real Secret Service of `scripts/with-keyring`, the real server of
+/// `scripts/with-postgres`): a URL without its password is refused with where to put one; a wrong
+/// password is never saved; the right one is saved in the keyring and then opens the catalog;
+/// status says where the password comes from; delete removes it. The password is never printed.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_server_password_lives_in_the_keyring_checked_before_it_is_saved() {
+    let url = pe_core::catalog::server::testing::fresh_database("cli_password").await;
+    let password =
+        pe_core::catalog::server::ServerUrl::parse(&url).unwrap().config().get_password().map(<[u8]>::to_vec);
+    let password = String::from_utf8(password.expect("the test URL has a password")).unwrap();
+    let bare = url.replacen(&format!(":{password}@"), "@", 1);
+    assert_ne!(bare, url);
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let env: &[(&str, &str)] =
+        &[("PRODUCT_EXTRACTOR_CATALOG_URL", &bare), ("HOME", home.path().to_str().unwrap()), ("PGPASSWORD", "")];
+    let no_secret = |out: &Output| {
+        let (stdout, stderr) = text(out);
+        assert!(!stdout.contains(&password) && !stderr.contains(&password), "{stdout}{stderr}");
+    };
+
+    let out = cli(dir.path(), env, &["products", "list", "--json"]).await;
+    no_secret(&out);
+    assert_eq!(out.status.code(), Some(2), "{:?}", text(&out));
+    assert!(text(&out).1.contains("asks for a password and none was found") && text(&out).1.contains("keyring"));
+
+    let out = cli_with_stdin(dir.path(), env, &["catalog", "password", "set"], "Wr0ng-pass\n").await;
+    no_secret(&out);
+    assert_eq!(out.status.code(), Some(1), "{:?}", text(&out));
+    assert!(text(&out).1.contains("refused user pe_test"), "{:?}", text(&out));
+    let out = cli(dir.path(), env, &["catalog", "password", "status", "--json"]).await;
+    let status: Value = serde_json::from_str(text(&out).0.trim()).unwrap();
+    assert_eq!((status["saved"].clone(), status["source"].clone()), (json!(false), json!("none")), "{status}");
+
+    let out = cli_with_stdin(dir.path(), env, &["catalog", "password", "set"], &format!("{password}\n")).await;
+    no_secret(&out);
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+    let out = cli(dir.path(), env, &["catalog", "password", "status", "--json"]).await;
+    no_secret(&out);
+    let status: Value = serde_json::from_str(text(&out).0.trim()).unwrap();
+    assert_eq!((status["saved"].clone(), status["source"].clone()), (json!(true), json!("keyring")), "{status}");
+    assert!(status["key"].as_str().unwrap().starts_with("pe_test@127.0.0.1:"), "{status}");
+    let out = cli(dir.path(), env, &["products", "list", "--json"]).await;
+    no_secret(&out);
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+
+    // The URL's own password comes first (and a wrong one there is named as the URL's).
+    let wrong = url.replacen(&format!(":{password}@"), ":Wr0ng-pass@", 1);
+    let out = cli(dir.path(), env, &["products", "list", "--catalog", &wrong]).await;
+    assert_eq!(out.status.code(), Some(2), "{:?}", text(&out));
+    assert!(text(&out).1.contains("the one from the URL was used"), "{:?}", text(&out));
+
+    let out = cli(dir.path(), env, &["catalog", "password", "delete"]).await;
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+    let out = cli(dir.path(), env, &["products", "list"]).await;
+    assert_eq!(out.status.code(), Some(2), "{:?}", text(&out));
+    assert!(text(&out).1.contains("none was found"), "{:?}", text(&out));
+}
+
 /// `catalog copy` against the real server (`scripts/with-postgres`): a desktop's catalog (one photo
 /// extracted and saved) copied to an empty database prints each table's count (JSON here), the
 /// password never shown; copied back into a new file, `products search` finds the product there;

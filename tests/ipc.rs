@@ -690,3 +690,51 @@ fn a_product_of_two_photos_is_split_merged_and_saved_through_ipc() {
     assert!(paths[0].ends_with("oat-bars_front.jpg") && paths[1].ends_with("oat-bars_back.jpg"), "{paths:?}");
     assert_eq!(saved["gtin_source"], "photo");
 }
+
+/// Settings › Catalog against the real server (`scripts/with-postgres`) and the real Secret
+/// Service (`scripts/with-keyring`): Test says where the password came from and changes nothing;
+/// Use this catalog refuses a URL with a password in it and a wrong password (nothing written),
+/// then saves the right one in the keyring (not in the config file) and the URL in the config;
+/// the next Test finds the password in the keyring; Use this computer's catalog takes it back.
+#[test]
+fn settings_choose_a_team_catalog_and_keep_its_password_in_the_keyring() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let url = rt.block_on(pe_core::catalog::server::testing::fresh_database("ipc_choose"));
+    let password =
+        pe_core::catalog::server::ServerUrl::parse(&url).unwrap().config().get_password().map(<[u8]>::to_vec);
+    let password = String::from_utf8(password.expect("the test URL has a password")).unwrap();
+    let bare = url.replacen(&format!(":{password}@"), "@", 1);
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let (_app, webview) = app(dir.path(), env_of(&[("HOME", home.path().to_str().unwrap())]));
+    let code = |e: &Value| e["code"].as_str().unwrap_or_default().to_string();
+    let message = |e: &Value| e["message"].as_str().unwrap_or_default().to_string();
+
+    let e = invoke(&webview, "test_catalog", json!({"url": bare, "password": null})).unwrap_err();
+    assert!(message(&e).contains("none was found"), "{e}");
+    let e = invoke(&webview, "test_catalog", json!({"url": bare, "password": "Wr0ng-pass"})).unwrap_err();
+    assert_eq!(code(&e), "catalog", "{e}");
+    assert!(message(&e).contains("refused user pe_test"), "{e}");
+    let check = invoke(&webview, "test_catalog", json!({"url": bare, "password": password})).unwrap();
+    assert_eq!(check["password_source"], json!("the password typed here"), "{check}");
+    assert_eq!(check["schema_version"], json!(0), "Test migrates nothing: {check}");
+
+    let e = invoke(&webview, "choose_catalog", json!({"url": url, "password": null})).unwrap_err();
+    assert!(message(&e).contains("take the password out of the URL"), "{e}");
+    assert!(!e.to_string().contains(&password), "{e}");
+    let e = invoke(&webview, "choose_catalog", json!({"url": bare, "password": "Wr0ng-pass"})).unwrap_err();
+    assert!(message(&e).contains("refused user pe_test"), "{e}");
+    let status = invoke(&webview, "app_status", json!({})).unwrap();
+    assert_eq!(status["catalog_setting"], json!(null), "nothing written: {status}");
+
+    let status = invoke(&webview, "choose_catalog", json!({"url": bare, "password": password})).unwrap();
+    assert_eq!(status["catalog_setting"], json!(bare), "{status}");
+    assert_eq!(status["catalog_on_server"], json!(false), "the open catalog stays until a restart");
+    let config = std::fs::read_to_string(status["config_path"].as_str().unwrap()).unwrap();
+    assert!(config.contains(&bare) && !config.contains(&password), "{config}");
+    let check = invoke(&webview, "test_catalog", json!({"url": bare, "password": null})).unwrap();
+    assert_eq!(check["password_source"], json!("this computer's keyring"), "{check}");
+
+    let status = invoke(&webview, "choose_catalog", json!({"url": null, "password": null})).unwrap();
+    assert_eq!(status["catalog_setting"], json!(null), "{status}");
+}

@@ -3,6 +3,7 @@
 //!
 //! Exit codes: 0 when everything succeeded, 1 when any file failed, 2 on a usage or config error.
 
+mod catalog_password;
 mod import;
 mod key;
 mod products;
@@ -13,8 +14,8 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use pe_core::catalog::server::{CatalogUrl, ServerCatalog};
-use pe_core::catalog::{Catalog, CostTotal, ExportFormat, ProductSummary};
+use pe_core::catalog::server::CatalogUrl;
+use pe_core::catalog::{CostTotal, ExportFormat, ProductSummary};
 use pe_core::config::Config;
 use pe_core::import::{
     ClaimScope, EnqueueOptions, ImportItemDetail, ImportOptions, ImportQueue, ItemState, SkipReason,
@@ -122,6 +123,11 @@ pub enum CatalogCommand {
         #[arg(long)]
         json: bool,
     },
+    /// The team catalog server's password in this computer's keyring, so that it is in no config
+    /// file, URL or environment (the server is --catalog, PRODUCT_EXTRACTOR_CATALOG_URL or
+    /// [catalog] url). It is used when the URL, PGPASSWORD and ~/.pgpass have none.
+    #[command(subcommand)]
+    Password(catalog_password::PasswordCommand),
 }
 
 #[derive(Debug, Args)]
@@ -261,6 +267,9 @@ pub fn run(global: &Global, command: Command) -> i32 {
     };
     let command = match command {
         Command::Catalog(CatalogCommand::Check { json }) => return runtime.block_on(catalog_check(global, json)),
+        Command::Catalog(CatalogCommand::Password(command)) => {
+            return runtime.block_on(catalog_password::run(global, command))
+        }
         Command::Catalog(CatalogCommand::Copy { from, to, json }) => {
             return runtime.block_on(catalog_copy(&from, &to, json))
         }
@@ -273,8 +282,9 @@ pub fn run(global: &Global, command: Command) -> i32 {
     };
     if let Some(url) = server {
         // The team catalog: connected (and migrated) before anything else.
-        let env = |k: &str| std::env::var(k).ok();
-        let catalog = runtime.block_on(Catalog::open_url(&CatalogUrl::Server(url), &env));
+        let keyring = crate::secrets::Keyring::from_env(&*process_env());
+        let catalog =
+            runtime.block_on(async { crate::team::Login::read(&keyring, &url, process_env()).await.open(&url).await });
         let state = match catalog
             .map_err(ErrorReport::from)
             .and_then(|c| AppState::open_on(global.paths(), process_env(), c))
@@ -359,8 +369,8 @@ async fn catalog_check(global: &Global, json: bool) -> i32 {
         }
         Err(e) => return usage_error(&e.message),
     };
-    let env = |k: &str| std::env::var(k).ok();
-    let checked = match ServerCatalog::connect(&url, &env).await {
+    let keyring = crate::secrets::Keyring::from_env(&*process_env());
+    let checked = match crate::team::Login::read(&keyring, &url, process_env()).await.connect(&url).await {
         Ok(catalog) => catalog.check().await,
         Err(e) => Err(e),
     };

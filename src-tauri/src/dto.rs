@@ -58,6 +58,13 @@ pub struct AppStatus {
     /// The catalog is a team catalog on a PostgreSQL server: other desktops' changes show live, and
     /// the import queue is shared (each desktop works its part of it).
     pub catalog_on_server: bool,
+    /// The catalog the config file names (`[catalog] url`, password masked); `None`: this
+    /// computer's catalog file. When it differs from `catalog`, the app opens it at its next start
+    /// (unless `--catalog` or `PRODUCT_EXTRACTOR_CATALOG_URL` names another: `catalog_env`).
+    pub catalog_setting: Option<String>,
+    /// `PRODUCT_EXTRACTOR_CATALOG_URL` is set in the app's environment (password masked): it wins
+    /// over the config file.
+    pub catalog_env: Option<String>,
 }
 
 /// What testing a team catalog's URL found (Settings), without changing the server.
@@ -72,6 +79,9 @@ pub struct CatalogCheck {
     pub schema_version: u32,
     /// The schema version this app writes; a server above it is refused.
     pub supported_version: u32,
+    /// Where the password used came from ("the password typed here", "this computer's keyring",
+    /// "PGPASSWORD", …); `None`: the server asked for none.
+    pub password_source: Option<String>,
 }
 
 /// The Gemini settings as the form edits them: durations as humantime text ("30s", "1m 30s").

@@ -19,6 +19,7 @@ pub mod logging;
 pub mod opening;
 pub mod secrets;
 pub mod state;
+pub mod team;
 
 use std::path::{Path, PathBuf};
 
@@ -131,11 +132,12 @@ fn run_window(global: &cli::Global, open: Vec<PathBuf>) -> i32 {
     let opened = match server {
         // A team catalog: connected and migrated on Tauri's runtime (its pool lives there).
         Some(url) => {
-            let env = |k: &str| std::env::var(k).ok();
-            let url = pe_core::catalog::server::CatalogUrl::Server(url);
-            tauri::async_runtime::block_on(pe_core::catalog::Catalog::open_url(&url, &env))
-                .map_err(pe_core::ErrorReport::from)
-                .and_then(|catalog| AppState::open_on(paths, process_env(), catalog))
+            let keyring = secrets::Keyring::from_env(&*process_env());
+            tauri::async_runtime::block_on(async {
+                team::Login::read(&keyring, &url, process_env()).await.open(&url).await
+            })
+            .map_err(pe_core::ErrorReport::from)
+            .and_then(|catalog| AppState::open_on(paths, process_env(), catalog))
         }
         None => opening::open_state(paths, process_env()),
     };

@@ -11,6 +11,8 @@ use pe_core::{ErrorCode, ErrorReport};
 pub const DEFAULT_SERVICE: &str = "product-extractor";
 pub const ENV_SERVICE: &str = "PRODUCT_EXTRACTOR_KEYRING_SERVICE";
 const USER: &str = "gemini-api-key";
+/// The keyring user of a team catalog server's password, before its `user@host:port/db`.
+const CATALOG_USER_PREFIX: &str = "catalog-password ";
 
 /// Why the keyring could not be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -56,6 +58,41 @@ impl Keyring {
 
     fn entry(&self) -> Result<keyring::Entry, KeyringError> {
         keyring::Entry::new(&self.service, USER).map_err(classify)
+    }
+
+    /// The entry of a team catalog server's password: user `catalog-password user@host:port/db`
+    /// (the key is `pe_core::catalog::server::password_key`).
+    fn catalog_entry(&self, key: &str) -> Result<keyring::Entry, KeyringError> {
+        keyring::Entry::new(&self.service, &format!("{CATALOG_USER_PREFIX}{key}")).map_err(classify)
+    }
+
+    /// The password saved for the catalog server `key`, `None` when there is none.
+    pub fn catalog_password(&self, key: &str) -> Result<Option<String>, KeyringError> {
+        match self.catalog_entry(key)?.get_password() {
+            Ok(password) => Ok(Some(password)),
+            Err(keyring::Error::NoEntry) => Ok(None),
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    /// Saves the password of the catalog server `key`, replacing any other, and reads it back.
+    pub fn set_catalog_password(&self, key: &str, password: &str) -> Result<(), KeyringError> {
+        let entry = self.catalog_entry(key)?;
+        entry.set_password(password).map_err(classify)?;
+        match entry.get_password() {
+            Ok(stored) if stored == password => Ok(()),
+            Ok(_) => Err(KeyringError::Failed("the password read back differs from the one stored".into())),
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    /// Removes the password of the catalog server `key`; `false` when there was none.
+    pub fn delete_catalog_password(&self, key: &str) -> Result<bool, KeyringError> {
+        match self.catalog_entry(key)?.delete_credential() {
+            Ok(()) => Ok(true),
+            Err(keyring::Error::NoEntry) => Ok(false),
+            Err(e) => Err(classify(e)),
+        }
     }
 
     /// The stored key, `None` when there is none.

@@ -224,7 +224,21 @@ impl AppState {
             demo: live.demo.is_some(),
             catalog: self.shared.catalog.location(),
             catalog_on_server: self.shared.catalog.server().is_some(),
+            catalog_setting: live.file_config.catalog.url.as_deref().map(pe_core::catalog::server::mask_url),
+            catalog_env: (self.shared.env)(pe_core::config::ENV_CATALOG_URL)
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| pe_core::catalog::server::mask_url(v.trim())),
         })
+    }
+
+    /// The app's environment (injected: tests give their own).
+    pub fn env(&self) -> Env {
+        self.shared.env.clone()
+    }
+
+    /// The OS keyring's entries of this app (the API key, team catalog passwords).
+    pub fn keyring(&self) -> &Keyring {
+        &self.shared.keyring
     }
 
     pub fn key_status(&self) -> KeyStatus {

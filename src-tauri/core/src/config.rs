@@ -77,7 +77,7 @@ pub struct Config {
 }
 
 /// Which catalog to open: the SQLite file in the data dir (no URL), another SQLite file, or a
-/// PostgreSQL server (`postgres://…`, only `catalog check` works with it so far). The command
+/// PostgreSQL server (`postgres://…`, a team catalog). The command
 /// line's `--catalog` wins over `PRODUCT_EXTRACTOR_CATALOG_URL`, which wins over this.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]

@@ -159,6 +159,58 @@ async fn a_wrong_password_is_a_typed_auth_error_that_never_shows_a_password() {
     ServerCatalog::connect_with(&url, &env, None).await.expect("PGPASSWORD is used");
 }
 
+/// TLS against the test server's certificate, signed by a throwaway CA
+/// (`PRODUCT_EXTRACTOR_TEST_PG_CA`): `sslmode=require` verifies the certificate, so without the
+/// CA it is refused with what to do; with `sslrootcert` (or `PGSSLROOTCERT`, or libpq's
+/// `verify-full`) the connection is encrypted; a file without a certificate is a typed error.
+#[tokio::test(flavor = "multi_thread")]
+async fn tls_verifies_the_server_against_its_ca() {
+    let base = fresh_database("tls").await;
+    let ca = std::env::var("PRODUCT_EXTRACTOR_TEST_PG_CA")
+        .expect("PRODUCT_EXTRACTOR_TEST_PG_CA is not set: run under scripts/with-postgres");
+    let home = tempfile::tempdir().unwrap();
+    let encrypted = |catalog: ServerCatalog| async move {
+        let client = catalog.client().await.unwrap();
+        let row = client.query_one("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", &[]).await.unwrap();
+        row.get::<_, bool>(0)
+    };
+    let parse = |url: &str| ServerUrl::parse(url).unwrap();
+
+    let err = ServerCatalog::connect_with(&parse(&format!("{base}?sslmode=require")), &no_env, Some(home.path()))
+        .await
+        .err()
+        .expect("an unknown CA was trusted");
+    assert!(matches!(err, ServerError::Tls { .. }), "{err:?}");
+    assert!(err.to_string().contains("sslrootcert"), "{err}");
+    assert_eq!(err.code(), ErrorCode::Network);
+
+    let with_ca = format!("{base}?sslmode=verify-full&sslrootcert={}", ca.replace('/', "%2F"));
+    let catalog = ServerCatalog::connect_with(&parse(&with_ca), &no_env, Some(home.path())).await.unwrap();
+    assert!(encrypted(catalog).await, "the connection is TLS");
+
+    let env = |k: &str| (k == "PGSSLROOTCERT").then(|| ca.clone());
+    let catalog =
+        ServerCatalog::connect_with(&parse(&format!("{base}?sslmode=require")), &env, Some(home.path())).await.unwrap();
+    assert!(encrypted(catalog).await);
+    // libpq's default place for the CA.
+    let other_home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(other_home.path().join(".postgresql")).unwrap();
+    std::fs::copy(&ca, other_home.path().join(".postgresql/root.crt")).unwrap();
+    let catalog =
+        ServerCatalog::connect_with(&parse(&format!("{base}?sslmode=require")), &no_env, Some(other_home.path()))
+            .await
+            .unwrap();
+    assert!(encrypted(catalog).await);
+    // Without sslmode the connection stays plain, as before.
+    assert!(!encrypted(connect(&base).await.unwrap()).await);
+
+    let empty = home.path().join("empty.crt");
+    std::fs::write(&empty, "not a certificate\n").unwrap();
+    let url = format!("{base}?sslmode=require&sslrootcert={}", empty.display());
+    let err = ServerCatalog::connect_with(&parse(&url), &no_env, Some(home.path())).await.err().unwrap();
+    assert!(err.to_string().contains("holds no usable certificate"), "{err}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn nothing_listening_and_no_database_are_typed() {
     let base = server_url();

@@ -12,7 +12,7 @@
 //! listed type against them.
 //!
 //! A line is `module::name(state, arg: Type, ...) -> Result;` where `state` (first, optional)
-//! passes `State<AppState>`.
+//! passes `State<AppState>`, or `module::name(app, ...)`, which passes the `AppHandle`.
 //!
 //! (tauri-specta would derive the same from each command's signature, but only as a 2.0 release
 //! candidate, and it needs `specta::Type` beside `ts_rs::TS` on every type that crosses: two
@@ -54,6 +54,15 @@ macro_rules! command_handler {
             super::$module::$name(state, $($arg),*).await
         }
     };
+    ($module:ident :: $name:ident (app $(, $arg:ident : $ty:ty)* $(,)?) -> $ret:ty) => {
+        #[tauri::command]
+        pub async fn $name<R: tauri::Runtime>(
+            app: tauri::AppHandle<R>,
+            $($arg: $ty),*
+        ) -> Result<$ret, pe_core::ErrorReport> {
+            super::$module::$name(app, $($arg),*).await
+        }
+    };
     ($module:ident :: $name:ident ($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty) => {
         #[tauri::command]
         pub async fn $name($($arg: $ty),*) -> Result<$ret, pe_core::ErrorReport> {
@@ -65,6 +74,9 @@ macro_rules! command_handler {
 /// The exported description of one registry line.
 macro_rules! command_spec {
     ($cfg:ident, $name:ident (state $(, $arg:ident : $ty:ty)* $(,)?) -> $ret:ty) => {
+        command_spec!(@args $cfg, $name ($($arg : $ty),*) -> $ret)
+    };
+    ($cfg:ident, $name:ident (app $(, $arg:ident : $ty:ty)* $(,)?) -> $ret:ty) => {
         command_spec!(@args $cfg, $name ($($arg : $ty),*) -> $ret)
     };
     ($cfg:ident, $name:ident ($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty) => {
@@ -104,7 +116,9 @@ registry! {
     settings::get_settings(state) -> Settings;
     settings::save_settings(state, input: SettingsInput) -> Settings;
     settings::test_connection(state) -> ConnectionCheck;
-    settings::test_catalog(url: String) -> CatalogCheck;
+    settings::test_catalog(state, url: String, password: Option<String>) -> CatalogCheck;
+    settings::choose_catalog(state, url: Option<String>, password: Option<String>) -> AppStatus;
+    settings::restart_app(app) -> ();
     settings::set_demo_mode(state, enabled: bool) -> AppStatus;
     extract::extract_photos(state, paths: Vec<String>) -> Vec<ImportRow>;
     extract::extract_pending(state) -> Vec<ImportRow>;

@@ -18,25 +18,109 @@ pub async fn app_status(state: State<'_, AppState>) -> Result<AppStatus, ErrorRe
     Ok(state.status())
 }
 
-/// Connects to a team catalog's URL and reads its versions, changing nothing (no migration):
-/// whether this desktop could open it. The password comes from the URL, `PGPASSWORD` or
-/// `~/.pgpass`; errors say what to check and never show it.
-pub async fn test_catalog(url: String) -> Result<CatalogCheck, ErrorReport> {
-    use pe_core::catalog::server::{CatalogUrl, ServerCatalog, SERVER_SCHEMA_VERSION};
-    let CatalogUrl::Server(url) = CatalogUrl::parse(&url)? else {
-        return Err(ErrorReport::new(
-            pe_core::ErrorCode::Config,
-            "a team catalog's URL starts with postgres:// (e.g. postgres://alice@db.example:5432/catalog)",
-        ));
-    };
-    let env = |k: &str| std::env::var(k).ok();
-    let server = ServerCatalog::connect(&url, &env).await?;
+/// Connects to a team catalog's URL and reads its versions, changing nothing (no migration, no
+/// password saved): whether this desktop could open it. The password is `password` when given
+/// (typed in Settings), else the URL's, `PGPASSWORD`'s, `~/.pgpass`'s or the keyring's; errors
+/// say what to check and never show it.
+pub async fn test_catalog(
+    state: State<'_, AppState>,
+    url: String,
+    password: Option<String>,
+) -> Result<CatalogCheck, ErrorReport> {
+    use pe_core::catalog::server::SERVER_SCHEMA_VERSION;
+    let url = server_url(&url)?;
+    let (server, typed) = connect_team(&state, &url, password).await?;
     Ok(CatalogCheck {
         url: url.to_string(),
         server_version: server.server_version().await?,
         schema_version: server.schema_version().await?,
         supported_version: SERVER_SCHEMA_VERSION,
+        password_source: if typed {
+            Some("the password typed here".into())
+        } else {
+            server.password_source().map(ToString::to_string)
+        },
     })
+}
+
+/// Chooses the catalog the app opens at its next start: a team catalog's URL (`url`), or this
+/// computer's catalog file (`None`). A team catalog is connected to first (with `password` when
+/// given), and refused when it cannot be reached or is newer than this app; then the password
+/// typed is saved in the keyring (never in the config file: a URL with a password in it is
+/// refused) and `[catalog] url` is written.
+pub async fn choose_catalog(
+    state: State<'_, AppState>,
+    url: Option<String>,
+    password: Option<String>,
+) -> Result<AppStatus, ErrorReport> {
+    use pe_core::catalog::server::SERVER_SCHEMA_VERSION;
+    let mut config = state.file_config();
+    let Some(text) = url.map(|u| u.trim().to_string()).filter(|u| !u.is_empty()) else {
+        config.catalog.url = None;
+        state.apply_file_config(config).await?;
+        return Ok(state.status());
+    };
+    let url = server_url(&text)?;
+    if url.has_password() {
+        return Err(ErrorReport::new(
+            ErrorCode::Config,
+            "take the password out of the URL and type it in the Password field: it is kept in this \
+             computer's keyring, never in the config file",
+        ));
+    }
+    let (server, typed) = connect_team(&state, &url, password.clone()).await?;
+    let found = server.schema_version().await?;
+    if found > SERVER_SCHEMA_VERSION {
+        return Err(pe_core::catalog::server::ServerError::SchemaTooNew {
+            url: url.to_string(),
+            found,
+            supported: SERVER_SCHEMA_VERSION,
+        }
+        .into());
+    }
+    drop(server);
+    if let Some(password) = password.filter(|_| typed) {
+        let key = crate::team::Login::read(state.keyring(), &url, state.env()).await.key(&url);
+        let keyring = state.keyring().clone();
+        tokio::task::spawn_blocking(move || keyring.set_catalog_password(&key, &password))
+            .await
+            .map_err(|e| ErrorReport::new(ErrorCode::Io, format!("the keyring task failed: {e}")))??;
+    }
+    config.catalog.url = Some(text);
+    state.apply_file_config(config).await?;
+    Ok(state.status())
+}
+
+/// Restarts the app (after choosing another catalog).
+pub async fn restart_app<R: tauri::Runtime>(app: tauri::AppHandle<R>) -> Result<(), ErrorReport> {
+    tracing::info!("restarting to open another catalog");
+    app.restart()
+}
+
+/// A team catalog's URL, or the error that says what one looks like.
+fn server_url(text: &str) -> Result<pe_core::catalog::server::ServerUrl, ErrorReport> {
+    use pe_core::catalog::server::CatalogUrl;
+    match CatalogUrl::parse(text)? {
+        CatalogUrl::Server(url) => Ok(url),
+        CatalogUrl::Sqlite(_) => Err(ErrorReport::new(
+            ErrorCode::Config,
+            "a team catalog's URL starts with postgres:// (e.g. postgres://alice@db.example:5432/catalog)",
+        )),
+    }
+}
+
+/// Connects to a team catalog with the password typed (`true` when it was used), else with the
+/// places the app looks for one.
+async fn connect_team(
+    state: &AppState,
+    url: &pe_core::catalog::server::ServerUrl,
+    password: Option<String>,
+) -> Result<(pe_core::catalog::server::ServerCatalog, bool), ErrorReport> {
+    let login = crate::team::Login::read(state.keyring(), url, state.env()).await;
+    match password.filter(|p| !p.is_empty()) {
+        Some(password) => Ok((login.connect(&url.with_password(&password)).await?, true)),
+        None => Ok((login.connect(url).await?, false)),
+    }
 }
 
 pub async fn get_settings(state: State<'_, AppState>) -> Result<Settings, ErrorReport> {

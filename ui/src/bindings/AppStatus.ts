@@ -10,4 +10,15 @@ catalog: string,
  * The catalog is a team catalog on a PostgreSQL server: other desktops' changes show live, and
  * the import queue is shared (each desktop works its part of it).
  */
-catalog_on_server: boolean, };
+catalog_on_server: boolean, 
+/**
+ * The catalog the config file names (`[catalog] url`, password masked); `None`: this
+ * computer's catalog file. When it differs from `catalog`, the app opens it at its next start
+ * (unless `--catalog` or `PRODUCT_EXTRACTOR_CATALOG_URL` names another: `catalog_env`).
+ */
+catalog_setting: string | null, 
+/**
+ * `PRODUCT_EXTRACTOR_CATALOG_URL` is set in the app's environment (password masked): it wins
+ * over the config file.
+ */
+catalog_env: string | null, };

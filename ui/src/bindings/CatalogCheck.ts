@@ -19,4 +19,9 @@ schema_version: number,
 /**
  * The schema version this app writes; a server above it is refused.
  */
-supported_version: number, };
+supported_version: number, 
+/**
+ * Where the password used came from ("the password typed here", "this computer's keyring",
+ * "PGPASSWORD", …); `None`: the server asked for none.
+ */
+password_source: string | null, };

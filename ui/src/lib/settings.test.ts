@@ -1,6 +1,15 @@
 import { describe, expect, it } from "vitest";
 import type { Settings } from "../bindings/Settings";
-import { emptyPriceRow, fieldForConfigError, formToSettingsInput, isResilienceField, modelPriceText, settingsToForm } from "./settings";
+import type { AppStatus } from "../bindings/AppStatus";
+import {
+  catalogNext,
+  emptyPriceRow,
+  fieldForConfigError,
+  formToSettingsInput,
+  isResilienceField,
+  modelPriceText,
+  settingsToForm,
+} from "./settings";
 
 const settings: Settings = {
   gemini: {
@@ -280,5 +289,48 @@ describe("settings form", () => {
       "prices",
     );
     expect(fieldForConfigError("invalid setting pricing: a model id is required")).toBe("prices");
+  });
+});
+
+describe("the catalog at the next start", () => {
+  const status = (over: Partial<AppStatus>): AppStatus => ({
+    version: "0.1.0",
+    data_dir: "/d",
+    config_path: "/c/config.toml",
+    log_dir: "/d/logs",
+    model: "gemini-2.5-flash",
+    base_url: "https://generativelanguage.googleapis.com",
+    api_key: { configured: false, hint: null, source: "none", keyring_problem: null },
+    demo: false,
+    catalog: "/d/catalog.sqlite3",
+    catalog_on_server: false,
+    catalog_setting: null,
+    catalog_env: null,
+    ...over,
+  });
+  const team = "postgres://alice@db:5432/catalog";
+
+  it("is the open one when nothing else is chosen", () => {
+    expect(catalogNext(status({}))).toEqual({ kind: "same" });
+    expect(catalogNext(status({ catalog: team, catalog_on_server: true, catalog_setting: team }))).toEqual({
+      kind: "same",
+    });
+    // Another SQLite file named in the config is the one open.
+    expect(catalogNext(status({ catalog_setting: "/elsewhere/catalog.sqlite3" }))).toEqual({ kind: "same" });
+  });
+
+  it("asks for a restart when another catalog is chosen", () => {
+    expect(catalogNext(status({ catalog_setting: team }))).toEqual({ kind: "restart", next: team });
+    expect(catalogNext(status({ catalog: team, catalog_on_server: true }))).toEqual({ kind: "restart", next: null });
+  });
+
+  it("says when the environment names another catalog", () => {
+    expect(catalogNext(status({ catalog: team, catalog_on_server: true, catalog_env: team }))).toEqual({
+      kind: "environment",
+      env: team,
+    });
+    expect(catalogNext(status({ catalog_setting: team, catalog_env: team, catalog: team, catalog_on_server: true }))).toEqual({
+      kind: "same",
+    });
   });
 });

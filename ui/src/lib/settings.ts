@@ -1,5 +1,6 @@
 // The Settings form edits friendly units (MB, megapixels); the backend takes bytes and pixels.
 import type { ApiKeyChange } from "../bindings/ApiKeyChange";
+import type { AppStatus } from "../bindings/AppStatus";
 import type { MediaResolution } from "../bindings/MediaResolution";
 import type { PricingSettings } from "../bindings/PricingSettings";
 import type { Settings } from "../bindings/Settings";
@@ -385,4 +386,27 @@ export function fieldForConfigError(message: string): SettingsField | null {
     if (re.test(message)) return field;
   }
   return null;
+}
+
+/** What the catalog card says about the catalog the app opens at its next start. */
+export type CatalogNext =
+  /** The catalog open now is the one chosen. */
+  | { kind: "same" }
+  /** Another one is chosen: a team catalog's URL (masked), or `null` for this computer's file. */
+  | { kind: "restart"; next: string | null }
+  /** PRODUCT_EXTRACTOR_CATALOG_URL names a catalog and wins over the choice. */
+  | { kind: "environment"; env: string };
+
+function isServerUrl(text: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(text.trim());
+}
+
+export function catalogNext(status: AppStatus): CatalogNext {
+  const setting = status.catalog_setting;
+  if (status.catalog_env !== null && status.catalog_env !== setting) {
+    return { kind: "environment", env: status.catalog_env };
+  }
+  const chosenServer = setting !== null && isServerUrl(setting) ? setting : null;
+  const openServer = status.catalog_on_server ? status.catalog : null;
+  return chosenServer === openServer ? { kind: "same" } : { kind: "restart", next: chosenServer };
 }

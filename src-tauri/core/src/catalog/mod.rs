@@ -200,6 +200,15 @@ impl Catalog {
         env: server::EnvFn<'_>,
         home: Option<&Path>,
     ) -> Result<Catalog, CatalogError> {
+        Self::open_url_using(url, &server::Credentials::of(env, home)).await
+    }
+
+    /// [`Catalog::open_url`] with every place a server's password may be: the environment, the
+    /// home directory and this desktop's saved passwords (the app's keyring).
+    pub async fn open_url_using(
+        url: &server::CatalogUrl,
+        credentials: &server::Credentials<'_>,
+    ) -> Result<Catalog, CatalogError> {
         match url {
             server::CatalogUrl::Sqlite(path) => {
                 let path = path.clone();
@@ -208,7 +217,7 @@ impl Catalog {
                     .map_err(|e| CatalogError::Panicked { message: e.to_string() })?
             }
             server::CatalogUrl::Server(url) => {
-                let catalog = server::ServerCatalog::connect_with(url, env, home).await?;
+                let catalog = server::ServerCatalog::connect_using(url, credentials).await?;
                 catalog.migrate().await?;
                 Ok(Self::on_server(catalog))
             }

@@ -1,15 +1,18 @@
 //! The team catalog on a PostgreSQL server (issue 13): where a catalog is ([`CatalogUrl`]),
-//! connecting with a pool ([`ServerCatalog::connect`]), and the server's versioned migrations.
-//!
-//! Only the foundation is here: the `Catalog` API is SQLite's alone, so opening a server catalog
-//! for real work is refused with [`CatalogError::ServerNotSupported`](super::CatalogError) (see
-//! [`CatalogUrl::require_local`]); `product-extractor catalog check` connects and migrates.
+//! connecting with a pool ([`ServerCatalog::connect_using`]), and the server's versioned
+//! migrations. The `Catalog` API over it is `super::Catalog` (mod.rs); the few operations that only
+//! make sense for a SQLite file are refused with [`CatalogError::ServerNotSupported`](super::CatalogError)
+//! (see [`CatalogUrl::require_local`]).
 //!
 //! - The password comes from the URL, else `PGPASSWORD`, else the password file (`PGPASSFILE`,
-//!   default `~/.pgpass`, ignored when group or others can read it), in libpq's order. It never
-//!   appears in a `Display`, a log line or an error: [`ServerUrl`]'s `Display` masks it.
-//! - TLS (rustls, the certificate verified against Mozilla's roots) with `sslmode=require`;
-//!   without it (libpq's default `prefer`, or `disable`) the connection is plain TCP.
+//!   default `~/.pgpass`, ignored when group or others can read it), in libpq's order, else the
+//!   password this desktop saved for `user@host:port/database` ([`password_key`]; the app keeps it
+//!   in the OS keyring). It never appears in a `Display`, a log line or an error: [`ServerUrl`]'s
+//!   `Display` masks it; an authentication error names where the refused password came from.
+//! - TLS (rustls) with `sslmode=require` (or libpq's `verify-ca` / `verify-full`): the server's
+//!   certificate is always verified, chain and name, against `sslrootcert=FILE` (else
+//!   `PGSSLROOTCERT`, else `~/.postgresql/root.crt`), else Mozilla's roots. Without it (libpq's
+//!   default `prefer`, or `disable`) the connection is plain TCP.
 //! - Migrations: `migrations/pg/NNNN_*.sql`, numbered on their own, each applied in its own
 //!   transaction together with its row in `schema_migrations`, under a transaction-scoped advisory
 //!   lock, so desktops starting at once migrate once (the others wait, then find nothing to do).
@@ -125,6 +128,8 @@ pub struct ServerUrl {
     /// Boxed: it is large, and `CatalogUrl` is mostly a path.
     config: Box<tokio_postgres::Config>,
     masked: String,
+    /// `sslrootcert`: the certificates (PEM) a TLS connection trusts instead of Mozilla's roots.
+    root_cert: Option<PathBuf>,
 }
 
 impl PartialEq for ServerUrl {
@@ -145,10 +150,30 @@ impl ServerUrl {
         // The scheme is case-insensitive; tokio-postgres takes it in lower case only.
         let (scheme, rest) = text.split_once("://").expect("checked above");
         let text = &format!("{}://{rest}", scheme.to_ascii_lowercase());
+        let (driver_text, root_cert) = tls_parameters(text)?;
         // tokio-postgres names the option it refuses, never its value.
-        let config = tokio_postgres::Config::from_str(text)
+        let config = tokio_postgres::Config::from_str(&driver_text)
             .map_err(|e| ServerError::InvalidUrl { reason: format!("{e} in the URL {}", mask_url(text)) })?;
-        Ok(Self { config: Box::new(config), masked: mask_url(text) })
+        Ok(Self { config: Box::new(config), masked: mask_url(text), root_cert })
+    }
+
+    /// The name this desktop saves the server's password under ([`password_key`]), the URL's
+    /// settings completed from `credentials`.
+    pub fn password_key(&self, credentials: &Credentials<'_>) -> String {
+        password_key(&resolve(self, &Credentials { saved: None, ..*credentials }).config)
+    }
+
+    /// The same URL with `password` as if it were in it (a password typed in Settings, not saved
+    /// yet); its `Display` stays masked.
+    pub fn with_password(&self, password: &str) -> Self {
+        let mut url = self.clone();
+        url.config.password(password);
+        url
+    }
+
+    /// Whether the URL itself holds a password (`user:password@`, `?password=`).
+    pub fn has_password(&self) -> bool {
+        self.config.get_password().is_some()
     }
 
     /// The parsed settings, as given (no defaults, no password lookup).
@@ -172,6 +197,40 @@ impl fmt::Debug for ServerUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "ServerUrl({})", self.masked)
     }
+}
+
+/// The URL as tokio-postgres takes it, and its `sslrootcert`: libpq's `sslmode=verify-ca` and
+/// `verify-full` become `require` (a TLS connection here always verifies the server's certificate
+/// and its name: `require` is already libpq's `verify-full`), and `sslrootcert=FILE` is taken out
+/// (the driver does not know it; the connection trusts that file's certificates).
+fn tls_parameters(text: &str) -> Result<(String, Option<PathBuf>), ServerError> {
+    let Some((base, query)) = text.split_once('?') else {
+        return Ok((text.to_string(), None));
+    };
+    let mut root_cert = None;
+    let mut kept = Vec::new();
+    for param in query.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = param.split_once('=').unwrap_or((param, ""));
+        let decoded = || {
+            percent_encoding::percent_decode_str(value)
+                .decode_utf8()
+                .map(|v| v.into_owned())
+                .map_err(|_| ServerError::InvalidUrl { reason: format!("the value of {key} is not valid UTF-8") })
+        };
+        match key {
+            "sslrootcert" => {
+                let path = decoded()?;
+                if path.is_empty() {
+                    return Err(ServerError::InvalidUrl { reason: "sslrootcert names no file".into() });
+                }
+                root_cert = Some(PathBuf::from(path));
+            }
+            "sslmode" if matches!(value, "verify-ca" | "verify-full") => kept.push("sslmode=require".to_string()),
+            _ => kept.push(param.to_string()),
+        }
+    }
+    let driver = if kept.is_empty() { base.to_string() } else { format!("{base}?{}", kept.join("&")) };
+    Ok((driver, root_cert))
 }
 
 /// The password in a URL replaced by `••••` (in the user info and in a `password=` parameter).
@@ -218,18 +277,24 @@ pub enum ServerError {
     #[error("cannot reach the catalog server {url}: {message}; check the host and port, and that the server runs")]
     Unreachable { url: String, message: String },
     #[error(
-        "the catalog server {url} refused user {user}: {message}; check the password (in the URL, \
-         PGPASSWORD or ~/.pgpass) and the server's pg_hba.conf"
+        "the catalog server {url} refused user {user}: {message}; check the password{} and the \
+         server's pg_hba.conf",
+        match tried { Some(source) => format!(" (the one from {source} was used)"), None => String::new() }
     )]
-    Auth { url: String, user: String, message: String },
+    Auth { url: String, user: String, message: String, tried: Option<PasswordSource> },
     #[error(
-        "the catalog server {url} asks for a password and none was found: put it in PGPASSWORD or \
-         ~/.pgpass (host:port:database:user:password), or in the URL"
+        "the catalog server {url} asks for a password and none was found: save it in this computer's \
+         keyring (Settings › Catalog, or `product-extractor catalog password set`), or put it in \
+         PGPASSWORD or ~/.pgpass (host:port:database:user:password)"
     )]
     PasswordMissing { url: String },
     #[error("the database of {url} does not exist: create it on the server (createdb), or fix the URL")]
     NoDatabase { url: String },
-    #[error("TLS with the catalog server {url} failed: {message}")]
+    #[error(
+        "TLS with the catalog server {url} failed: {message}; a server whose certificate is not \
+         signed by a public authority needs its CA: add sslrootcert=/path/to/ca.crt to the URL, or \
+         set PGSSLROOTCERT"
+    )]
     Tls { url: String, message: String },
     #[error(
         "the catalog on {url} has schema version {found}, newer than this app supports ({supported}); \
@@ -265,7 +330,7 @@ impl ServerError {
             let message = db.message().to_string();
             return match *db.code() {
                 SqlState::INVALID_PASSWORD | SqlState::INVALID_AUTHORIZATION_SPECIFICATION => {
-                    Self::Auth { url, user: user.to_string(), message }
+                    Self::Auth { url, user: user.to_string(), message, tried: None }
                 }
                 SqlState::INVALID_CATALOG_NAME => Self::NoDatabase { url },
                 _ => Self::Server { url, message },
@@ -313,10 +378,69 @@ pub(super) fn error_chain(e: &dyn std::error::Error) -> String {
 /// Reads an environment variable (injected: tests do not depend on the process environment).
 pub type EnvFn<'a> = &'a (dyn Fn(&str) -> Option<String> + Sync);
 
+/// Reads a password this desktop saved for a server, by its [`password_key`] (the app: the OS
+/// keyring).
+pub type SavedPasswordFn<'a> = &'a (dyn Fn(&str) -> Option<String> + Sync);
+
+/// Where a server catalog's settings may come from besides its URL: the environment (`PGUSER`,
+/// `PGHOST`, `PGPORT`, `PGPASSWORD`, `PGPASSFILE`, `PGSSLROOTCERT`), the home directory
+/// (`~/.pgpass`, `~/.postgresql/root.crt`) and the passwords this desktop saved (the keyring).
+#[derive(Clone, Copy)]
+pub struct Credentials<'a> {
+    pub env: EnvFn<'a>,
+    pub home: Option<&'a Path>,
+    pub saved: Option<SavedPasswordFn<'a>>,
+}
+
+impl<'a> Credentials<'a> {
+    /// The environment and the home directory only (no saved passwords).
+    pub fn of(env: EnvFn<'a>, home: Option<&'a Path>) -> Self {
+        Self { env, home, saved: None }
+    }
+}
+
+/// This account's home directory (`~/.pgpass`, `~/.postgresql/root.crt`).
+pub fn home_dir() -> Option<PathBuf> {
+    directories::BaseDirs::new().map(|d| d.home_dir().to_path_buf())
+}
+
+/// Where the password a connection uses came from (what an authentication error names).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PasswordSource {
+    Url,
+    Environment,
+    PasswordFile(PathBuf),
+    Keyring,
+}
+
+impl fmt::Display for PasswordSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Url => f.write_str("the URL"),
+            Self::Environment => f.write_str("PGPASSWORD"),
+            Self::PasswordFile(path) => write!(f, "{}", path.display()),
+            Self::Keyring => f.write_str("this computer's keyring"),
+        }
+    }
+}
+
+/// A URL's settings completed ([`resolve`]).
+pub struct Resolved {
+    /// The settings to connect with (the password included: never print them).
+    pub config: tokio_postgres::Config,
+    /// Where the password came from; `None`: no password was found.
+    pub password: Option<PasswordSource>,
+    /// The certificates a TLS connection trusts: this file's (`sslrootcert`, `PGSSLROOTCERT`,
+    /// `~/.postgresql/root.crt`), else Mozilla's roots.
+    pub root_cert: Option<PathBuf>,
+}
+
 /// The URL's settings completed as libpq would: user (`PGUSER`, else the OS user), host
-/// (`PGHOST`, else localhost), port (`PGPORT`, else 5432), and the password (URL, `PGPASSWORD`,
-/// the password file), plus a connect timeout.
-pub fn resolve_config(url: &ServerUrl, env: EnvFn<'_>, home: Option<&Path>) -> tokio_postgres::Config {
+/// (`PGHOST`, else localhost), port (`PGPORT`, else 5432), the password (the URL, `PGPASSWORD`,
+/// the password file, then the passwords this desktop saved), the TLS roots, and a connect
+/// timeout.
+pub fn resolve(url: &ServerUrl, credentials: &Credentials<'_>) -> Resolved {
+    let env = credentials.env;
     let mut config = (*url.config).clone();
     let nonblank = |key: &str| env(key).filter(|v| !v.trim().is_empty());
     if config.get_user().is_none() {
@@ -332,17 +456,53 @@ pub fn resolve_config(url: &ServerUrl, env: EnvFn<'_>, home: Option<&Path>) -> t
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(CONNECT_TIMEOUT);
     }
-    if config.get_password().is_none() {
-        if let Some(password) = env("PGPASSWORD").filter(|p| !p.is_empty()) {
-            config.password(password);
-        } else {
-            let file = nonblank("PGPASSFILE").map(PathBuf::from).or_else(|| home.map(|h| h.join(".pgpass")));
-            if let Some(password) = file.and_then(|file| password_from_file(&file, &config)) {
-                config.password(password);
-            }
+    let mut password = config.get_password().map(|_| PasswordSource::Url);
+    if password.is_none() {
+        if let Some(found) = env("PGPASSWORD").filter(|p| !p.is_empty()) {
+            config.password(found);
+            password = Some(PasswordSource::Environment);
         }
     }
-    config
+    if password.is_none() {
+        let file = nonblank("PGPASSFILE").map(PathBuf::from).or_else(|| credentials.home.map(|h| h.join(".pgpass")));
+        if let Some((file, found)) = file.and_then(|file| password_from_file(&file, &config).map(|p| (file, p))) {
+            config.password(found);
+            password = Some(PasswordSource::PasswordFile(file));
+        }
+    }
+    if password.is_none() {
+        if let Some(found) = credentials.saved.and_then(|saved| saved(&password_key(&config))).filter(|p| !p.is_empty())
+        {
+            config.password(found);
+            password = Some(PasswordSource::Keyring);
+        }
+    }
+    let root_cert = url.root_cert.clone().or_else(|| nonblank("PGSSLROOTCERT").map(PathBuf::from)).or_else(|| {
+        let default = credentials.home?.join(".postgresql").join("root.crt");
+        default.is_file().then_some(default)
+    });
+    Resolved { config, password, root_cert }
+}
+
+/// [`resolve`]'s settings alone, from the environment and the home directory.
+pub fn resolve_config(url: &ServerUrl, env: EnvFn<'_>, home: Option<&Path>) -> tokio_postgres::Config {
+    resolve(url, &Credentials::of(env, home)).config
+}
+
+/// The name a desktop saves a server's password under: `user@host:port/database`, from settings
+/// completed by [`resolve`] (so `postgres://db/catalog` and `postgres://alice@db:5432/catalog`
+/// name the same password for alice).
+pub fn password_key(config: &tokio_postgres::Config) -> String {
+    let host = match config.get_hosts().first() {
+        Some(Host::Tcp(host)) => host.clone(),
+        #[cfg(unix)]
+        Some(Host::Unix(path)) => path.display().to_string(),
+        None => "localhost".into(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let user = config.get_user().unwrap_or_default();
+    let db = config.get_dbname().unwrap_or(user);
+    format!("{user}@{host}:{port}/{db}")
 }
 
 /// The password for `config`'s first host, port, database and user in a libpq password file
@@ -437,18 +597,48 @@ pub struct ServerCatalog {
     pub(super) changes: super::server_changes::Changes,
     /// This process as the shared queue knows it: who holds a lease (see [`Self::desktop`]).
     desktop: String,
+    /// Where the password came from, for an authentication error.
+    password: Option<PasswordSource>,
+}
+
+/// The TLS connector of a server that requires TLS: the server's certificate verified (chain
+/// and name) against the certificates of `root_cert` (PEM), else Mozilla's roots.
+fn tls_connector(
+    url: &ServerUrl,
+    root_cert: Option<&Path>,
+) -> Result<tokio_postgres_rustls::MakeRustlsConnect, ServerError> {
+    use rustls::pki_types::pem::PemObject;
+    let Some(file) = root_cert else {
+        return Ok(tokio_postgres_rustls::MakeRustlsConnect::with_webpki_roots());
+    };
+    let failed = |message: String| ServerError::Tls { url: url.to_string(), message };
+    let certs = rustls::pki_types::CertificateDer::pem_file_iter(file)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| failed(format!("cannot read the root certificates in {} ({e})", file.display())))?;
+    let mut roots = rustls::RootCertStore::empty();
+    let (added, _ignored) = roots.add_parsable_certificates(certs);
+    if added == 0 {
+        return Err(failed(format!("{} holds no usable certificate (PEM, BEGIN CERTIFICATE)", file.display())));
+    }
+    let config = rustls::ClientConfig::builder().with_root_certificates(roots).with_no_client_auth();
+    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
 }
 
 impl ServerCatalog {
     /// Connects (one connection is opened now, so a wrong host or password is told here).
     pub async fn connect(url: &ServerUrl, env: EnvFn<'_>) -> Result<Self, ServerError> {
         let home = directories::BaseDirs::new().map(|d| d.home_dir().to_path_buf());
-        Self::connect_with(url, env, home.as_deref()).await
+        Self::connect_using(url, &Credentials::of(env, home.as_deref())).await
     }
 
     /// [`ServerCatalog::connect`] with the home directory (for `~/.pgpass`) given.
     pub async fn connect_with(url: &ServerUrl, env: EnvFn<'_>, home: Option<&Path>) -> Result<Self, ServerError> {
-        let mut config = resolve_config(url, env, home);
+        Self::connect_using(url, &Credentials::of(env, home)).await
+    }
+
+    /// Connects with the settings [`resolve`] completes from `credentials`.
+    pub async fn connect_using(url: &ServerUrl, credentials: &Credentials<'_>) -> Result<Self, ServerError> {
+        let Resolved { mut config, password, root_cert } = resolve(url, credentials);
         // The catalog's statements are short; JIT compiling one costs more (~150 ms) than it saves.
         let options = match config.get_options() {
             Some(given) if !given.trim().is_empty() => format!("{given} -c jit=off"),
@@ -463,7 +653,7 @@ impl ServerCatalog {
             config.ssl_mode(SslMode::Disable);
         }
         let manager = if url.requires_tls() {
-            let tls = tokio_postgres_rustls::MakeRustlsConnect::with_webpki_roots();
+            let tls = tls_connector(url, root_cert.as_deref())?;
             Manager::from_config(config.clone(), tls, manager_config)
         } else {
             Manager::from_config(config.clone(), tokio_postgres::NoTls, manager_config)
@@ -475,9 +665,14 @@ impl ServerCatalog {
             .build()
             .map_err(|e| ServerError::Server { url: url.to_string(), message: e.to_string() })?;
         let desktop = desktop_name(&super::local_user(), super::local_host().as_deref(), std::process::id());
-        let catalog = Self { pool, url: url.clone(), user, config, changes: Default::default(), desktop };
+        let catalog = Self { pool, url: url.clone(), user, config, changes: Default::default(), desktop, password };
         drop(catalog.client().await?);
         Ok(catalog)
+    }
+
+    /// Where the password this desktop connects with came from (`None`: no password).
+    pub fn password_source(&self) -> Option<&PasswordSource> {
+        self.password.as_ref()
     }
 
     /// The URL, password masked.
@@ -511,7 +706,12 @@ impl ServerCatalog {
 
     /// A connection from the pool.
     pub async fn client(&self) -> Result<deadpool_postgres::Object, ServerError> {
-        self.pool.get().await.map_err(|e| ServerError::from_pool(e, &self.url.to_string(), &self.user))
+        self.pool.get().await.map_err(|e| match ServerError::from_pool(e, &self.url.to_string(), &self.user) {
+            ServerError::Auth { url, user, message, .. } => {
+                ServerError::Auth { url, user, message, tried: self.password.clone() }
+            }
+            other => other,
+        })
     }
 
     pub(crate) fn driver_error(&self, e: &tokio_postgres::Error) -> ServerError {
@@ -685,6 +885,22 @@ mod tests {
     }
 
     #[test]
+    fn libpq_tls_parameters_are_taken_as_rustls_needs_them() {
+        let url = ServerUrl::parse("postgres://a:s3cret@h/db?sslmode=verify-full&sslrootcert=%2Fetc%2Fca.crt").unwrap();
+        assert!(url.requires_tls());
+        assert_eq!(url.root_cert.as_deref(), Some(Path::new("/etc/ca.crt")));
+        assert!(!url.to_string().contains("s3cret"), "{url}");
+        let url = ServerUrl::parse("postgres://h/db?sslrootcert=ca.pem&sslmode=verify-ca&application_name=x").unwrap();
+        assert!(url.requires_tls());
+        assert_eq!(url.config().get_application_name(), Some("x"));
+        assert!(matches!(
+            ServerUrl::parse("postgres://h/db?sslrootcert=").unwrap_err(),
+            ServerError::InvalidUrl { .. }
+        ));
+        assert!(!ServerUrl::parse("postgres://h/db?sslmode=disable").unwrap().requires_tls());
+    }
+
+    #[test]
     fn a_server_catalog_is_refused_where_it_does_not_work_yet() {
         let url = CatalogUrl::parse("postgres://alice:s3cret@h/db").unwrap();
         let err = url.require_local("`import`").unwrap_err();
@@ -711,6 +927,18 @@ mod tests {
         assert_eq!(resolve_config(&url, &env, Some(dir.path())).get_password(), Some(&b"from-env"[..]));
         let in_url = ServerUrl::parse("postgres://alice:in-url@db.example/catalog").unwrap();
         assert_eq!(resolve_config(&in_url, &env, Some(dir.path())).get_password(), Some(&b"in-url"[..]));
+        // The desktop's saved password comes last, under `user@host:port/db`.
+        let saved = |key: &str| (key == "alice@db.example:5432/catalog").then(|| "from-keyring".to_string());
+        let nowhere = tempfile::tempdir().unwrap();
+        let keyring = Credentials { env: &none, home: Some(nowhere.path()), saved: Some(&saved) };
+        let resolved = resolve(&url, &keyring);
+        assert_eq!(resolved.config.get_password(), Some(&b"from-keyring"[..]));
+        assert_eq!(resolved.password, Some(PasswordSource::Keyring));
+        assert_eq!(url.password_key(&keyring), "alice@db.example:5432/catalog");
+        let with_file = Credentials { home: Some(dir.path()), ..keyring };
+        assert_eq!(resolve(&url, &with_file).password, Some(PasswordSource::PasswordFile(file.clone())));
+        assert_eq!(resolve(&in_url, &with_file).password, Some(PasswordSource::Url));
+        assert_eq!(resolve(&url, &Credentials::of(&none, Some(nowhere.path()))).password, None);
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
