@@ -67,19 +67,46 @@ fn start_driver(data_dir: &Path, ports: (u16, u16), env: &[(&str, &str)]) -> Dri
 /// is tried again, up to three times.
 async fn connect(driver: &Driver) -> Client {
     let app = env!("CARGO_BIN_EXE_product-extractor");
+    // A window of the same data dir still closing (the previous session's) would take the new
+    // launch's paths over D-Bus and the new one would exit: wait until it is gone.
+    let data_dir = DATA_DIR.lock().unwrap().clone();
+    if let Some(data_dir) = data_dir {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while let Some(pid) = app_running_on(&data_dir) {
+            assert!(Instant::now() < deadline, "the previous window (pid {pid}) did not exit");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
     let mut caps = serde_json::Map::new();
     caps.insert("browserName".into(), json!("wry"));
     caps.insert("tauri:options".into(), json!({ "application": app }));
     let url = format!("http://127.0.0.1:{}", driver.1);
     let mut last_error = None;
     for _ in 0..3 {
-        match ClientBuilder::native().capabilities(caps.clone()).connect(&url).await {
-            Ok(client) => return client,
-            Err(e) => last_error = Some(e),
+        let mut builder = ClientBuilder::native();
+        builder.capabilities(caps.clone());
+        match tokio::time::timeout(Duration::from_secs(60), builder.connect(&url)).await {
+            Ok(Ok(client)) => return client,
+            Ok(Err(e)) => last_error = Some(e.to_string()),
+            Err(_) => last_error = Some("no session within 60 s (did the app start?)".into()),
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
     panic!("no WebDriver session with the app: {last_error:?}");
+}
+
+/// The pid of a process of the app's binary whose `PRODUCT_EXTRACTOR_DATA_DIR` is `data_dir`.
+fn app_running_on(data_dir: &Path) -> Option<u32> {
+    let app = std::fs::canonicalize(env!("CARGO_BIN_EXE_product-extractor")).ok()?;
+    let wanted = format!("PRODUCT_EXTRACTOR_DATA_DIR={}", data_dir.display());
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|entry| {
+        let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+        if std::fs::read_link(entry.path().join("exe")).ok()? != app {
+            return None;
+        }
+        let environ = std::fs::read(entry.path().join("environ")).ok()?;
+        environ.split(|b| *b == 0).any(|var| var == wanted.as_bytes()).then_some(pid)
+    })
 }
 
 /// Polls until `css` matches an element, up to `timeout`.

@@ -169,6 +169,7 @@ fn run_window(global: &cli::Global, open: Vec<PathBuf>) -> i32 {
         .plugin(tauri_plugin_notification::init());
     match setup_opening(builder, state, open).run(tauri::generate_context!("tauri.conf.json")) {
         Ok(()) => cli::EXIT_OK,
+        Err(e) if e.to_string().contains(CLOSING_INSTANCE) => relaunch_after(&e),
         Err(e) => {
             tracing::error!("the window failed: {e}");
             eprintln!("error: the window failed: {e}");
@@ -179,6 +180,33 @@ fn run_window(global: &cli::Global, open: Vec<PathBuf>) -> i32 {
 
 fn paths_of(state: &AppState) -> PathBuf {
     state.paths().data_dir.clone()
+}
+
+/// What the single-instance plugin says when the window it found quit while being handed this
+/// launch's paths (a window that was closing as the app was started again).
+const CLOSING_INSTANCE: &str = "failed to forward arguments to the running instance";
+/// How many times a launch starts over after meeting a closing window.
+const RELAUNCH_ENV: &str = "PRODUCT_EXTRACTOR_RELAUNCH";
+
+/// Starts this launch over (the same process, arguments and environment) once the window that
+/// was closing is gone, instead of failing: up to three times.
+fn relaunch_after(error: &tauri::Error) -> i32 {
+    let tries: u32 = std::env::var(RELAUNCH_ENV).ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+    tracing::warn!(tries, "the running window quit while this launch was handed to it: starting over ({error})");
+    #[cfg(unix)]
+    if tries < 3 {
+        use std::os::unix::process::CommandExt;
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        if let Ok(exe) = std::env::current_exe() {
+            let failed = std::process::Command::new(exe)
+                .args(std::env::args_os().skip(1))
+                .env(RELAUNCH_ENV, (tries + 1).to_string())
+                .exec();
+            tracing::error!("starting over failed: {failed}");
+        }
+    }
+    eprintln!("error: the window failed: {error}");
+    cli::EXIT_FAILED
 }
 
 /// The single-instance name for a data dir: the app's identifier and a hash of the directory (a
