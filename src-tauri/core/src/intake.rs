@@ -61,6 +61,11 @@ pub enum SourceFormat {
 }
 
 impl SourceFormat {
+    /// The format of a serialized name ([`SourceFormat::as_str`]).
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::Jpeg, Self::Png, Self::WebP, Self::Gif].into_iter().find(|f| f.as_str() == name)
+    }
+
     /// The serialized name: `jpeg`, `png`, `webp`, `gif`.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -21,11 +21,11 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use crate::barcode::{self, Barcode};
-use crate::catalog::CostTotal;
 use crate::catalog::{
     local_user, AttemptId, AttemptOutcome, AttemptUsage, Catalog, CatalogError, NewAttempt, NewPhoto, PhotoId,
     ProductRecord, SaveProduct,
 };
+use crate::catalog::{CostTotal, PreparedCopy};
 use crate::config::ImageConfig;
 use crate::config::IntakeConfig;
 use crate::error::{Coded, ErrorCode, ErrorData};
@@ -56,6 +56,12 @@ pub enum ExtractError {
     /// file is named, since the item shows the product's first photo.
     #[error("{file} (photo {number} of this product): {source}")]
     ProductPhoto { file: String, number: usize, source: IntakeError },
+    /// The file no longer holds the bytes it was queued with (a catalog photo extracted again
+    /// after its file was edited), and no copy of the prepared photo is kept.
+    #[error(
+        "{file} has changed since it was added (its content is not the photo's any more); add it again as a new photo"
+    )]
+    PhotoChanged { file: String },
     #[error(transparent)]
     Gemini(#[from] GeminiError),
     #[error(transparent)]
@@ -115,6 +121,7 @@ impl Coded for ExtractError {
         match self {
             Self::Intake(e) => e.code(),
             Self::ProductPhoto { source, .. } => source.code(),
+            Self::PhotoChanged { .. } => ErrorCode::Io,
             Self::Gemini(e) => e.code(),
             Self::Catalog(e) => e.code(),
             Self::CircuitOpen(..) => ErrorCode::CircuitOpen,
@@ -260,22 +267,49 @@ impl Pipeline {
         intake::prepare_file_async(file.to_path_buf(), self.image.clone(), sha256, &self.decode_budget).await
     }
 
+    /// The prepared photo a team catalog keeps of the photo with `sha256` (see
+    /// [`Catalog::stored_prepared`]): the same upload as when it was first prepared, without the
+    /// file. `None` on SQLite, or when none was kept.
+    pub async fn stored_prepared(&self, sha256: &str) -> Result<Option<PreparedImage>, CatalogError> {
+        Ok(self.catalog.stored_prepared(sha256).await?.map(|s| PreparedImage {
+            jpeg: s.jpeg,
+            width: s.width,
+            height: s.height,
+            original_width: s.original_width,
+            original_height: s.original_height,
+            source_format: intake::SourceFormat::from_name(&s.format).unwrap_or(intake::SourceFormat::Jpeg),
+            file_bytes: s.file_bytes,
+            sha256: s.sha256,
+            thumbnail_jpeg: s.thumbnail_jpeg,
+            barcodes: s.barcodes,
+        }))
+    }
+
     /// Step 2: the prepared photo in the catalog (its own short transaction); the same bytes are
     /// the same photo.
     pub async fn record_photo(&self, file: &Path, image: &PreparedImage) -> Result<PhotoId, CatalogError> {
         let path = StoredPath::new(file);
+        let prepared = PreparedCopy {
+            jpeg: image.jpeg.clone(),
+            width: image.width,
+            height: image.height,
+            barcodes: image.barcodes.clone(),
+        };
         self.catalog
-            .record_photo(NewPhoto {
-                sha256: image.sha256.clone(),
-                original_path: path.text().to_owned(),
-                original_path_bytes: path.bytes().map(<[u8]>::to_vec),
-                file_bytes: image.file_bytes,
-                width: image.original_width,
-                height: image.original_height,
-                format: image.source_format.to_string(),
-                thumbnail_jpeg: image.thumbnail_jpeg.clone(),
-                seen_at: (self.clock)(),
-            })
+            .record_prepared_photo(
+                NewPhoto {
+                    sha256: image.sha256.clone(),
+                    original_path: path.text().to_owned(),
+                    original_path_bytes: path.bytes().map(<[u8]>::to_vec),
+                    file_bytes: image.file_bytes,
+                    width: image.original_width,
+                    height: image.original_height,
+                    format: image.source_format.to_string(),
+                    thumbnail_jpeg: image.thumbnail_jpeg.clone(),
+                    seen_at: (self.clock)(),
+                },
+                prepared,
+            )
             .await
     }
 

@@ -45,6 +45,7 @@ async fn a_fresh_database_is_migrated_and_a_second_migrate_does_nothing() {
             "import_item_photos",
             "import_item_unreadable",
             "import_items",
+            "photo_images",
             "photos",
             "product_photos",
             "product_revisions",
@@ -257,6 +258,12 @@ const SERVER_ONLY_COLUMNS: &[(&str, &str, &str)] = &[
     ("products", "search", "the full-text search vector, generated (pg/0004; SQLite has products_fts)"),
     ("product_search", "id", "search's own narrow table of live products, kept by triggers (pg/0005)"),
     ("product_search", "search", "the product's search vector, a copy of products.search (pg/0005)"),
+    ("photo_images", "photo_id", "each photo's prepared image, for desktops without its file (pg/0009)"),
+    ("photo_images", "jpeg", "the prepared JPEG, as sent to Gemini (pg/0009)"),
+    ("photo_images", "width", "of the prepared JPEG (pg/0009)"),
+    ("photo_images", "height", "of the prepared JPEG (pg/0009)"),
+    ("photo_images", "barcodes_json", "the barcodes intake read from its pixels (pg/0009)"),
+    ("photo_images", "stored_at", "when it was kept (pg/0009)"),
 ];
 
 /// The server types a SQLite declared type may become (pg/0001's header gives the rules).

@@ -452,3 +452,50 @@ async fn photos_with_the_same_barcode_are_one_product_whatever_their_names() {
     assert_eq!(again.report.queued, 0, "{:?}", again.report);
     assert_eq!(s.generate_bodies().len(), 2);
 }
+
+/// A saved product of two photos extracted again (a catalog re-extract): both photos in one
+/// request again, each file hashed again; a file that changed fails with what to do, and one that
+/// is gone says so (a local catalog keeps no copy of the prepared photo).
+#[tokio::test]
+async fn a_catalog_product_of_two_photos_is_extracted_again_from_both_files() {
+    let s = setup().await;
+    let shoot = s.shoot("shoot", &["sku9_front.jpg", "sku9_back.jpg"], 70);
+    s.import(vec![shoot.clone()], stem(6)).await;
+    let product = s.products().await.remove(0);
+    let saved = s.queue.save_item(product.row.id, product.proposal.clone().unwrap()).await.unwrap();
+    let photos: Vec<_> = s
+        .catalog
+        .product_photos(saved.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| (pe_core::stored_path::StoredPath::from_text_and_hex(&p.path, p.path_bytes.as_deref()), p.sha256))
+        .collect();
+    assert_eq!(photos.len(), 2);
+    let forced = EnqueueOptions { force: true, ..EnqueueOptions::interactive() };
+
+    let again = s.queue.enqueue_product(photos.clone(), forced.clone()).await.unwrap();
+    let item = s.queue.finished(again.files[0].item).await.unwrap();
+    assert_eq!(item.row.state, ItemState::Ready, "{:?}", item.row.last_error);
+    assert_eq!(item.row.photo_id, Some(saved.photo_id));
+    let bodies = s.generate_bodies();
+    assert_eq!(bodies.len(), 2);
+    assert_eq!(images_and_prompt(&bodies[1]).0, 2, "both photos in the one request");
+    assert_eq!(bodies[0], bodies[1], "the same upload as the first time");
+    s.queue.discard_item(item.row.id).await.unwrap();
+
+    std::fs::write(shoot.join("sku9_back.jpg"), sample_jpeg(999, 320, 240, 85)).unwrap();
+    let again = s.queue.enqueue_product(photos.clone(), forced.clone()).await.unwrap();
+    let item = s.queue.finished(again.files[0].item).await.unwrap();
+    assert_eq!(item.row.state, ItemState::Failed);
+    let error = item.row.last_error.unwrap();
+    assert!(error.message.contains("sku9_back.jpg has changed since it was added"), "{}", error.message);
+
+    std::fs::remove_file(shoot.join("sku9_front.jpg")).unwrap();
+    let again = s.queue.enqueue_product(photos, forced).await.unwrap();
+    let item = s.queue.finished(again.files[0].item).await.unwrap();
+    assert_eq!(item.row.state, ItemState::Failed);
+    let error = item.row.last_error.unwrap();
+    assert_eq!(error.code, ErrorCode::Io, "{error:?}");
+    assert_eq!(s.generate_bodies().len(), 2, "nothing more was sent");
+}

@@ -242,3 +242,55 @@ async fn an_overnight_import_on_a_team_catalog_is_refused_with_the_reason() {
     assert!(message.contains("overnight"), "{message}");
     assert!(rows(&qa).await.is_empty());
 }
+
+/// A team catalog keeps each photo's prepared image (pg/0009): another desktop shows it where
+/// the file is not on its disk, and extracts the product again from it, sending the very upload
+/// the first desktop sent. A file that now holds other bytes is sent as the kept photo too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn another_desktop_extracts_a_product_again_from_the_kept_photo() {
+    let url = fresh_database("kept_photo").await;
+    let dir = tempfile::tempdir().unwrap();
+    let folder = photos(dir.path(), "alice-shoot", 1);
+    let file = folder.join("p000.jpg");
+    let alice = Desktop::new(&url, "alice@desk-1 #1", Duration::from_millis(10)).await;
+    let bob = Desktop::new(&url, "bob@desk-2 #2", Duration::from_millis(10)).await;
+    let qa = alice.queue(options(30_000)).await;
+    let enqueued = qa.enqueue_files(vec![file.clone()], EnqueueOptions::interactive()).await.unwrap();
+    let item = qa.finished(enqueued.files[0].item).await.unwrap();
+    let proposal = item.proposal.clone().expect("alice's photo extracted");
+    let saved = qa.save_item(item.row.id, proposal).await.unwrap();
+    assert_eq!(alice.fake.generate_count(), 1);
+    let first_body = *alice.fake.generate_counts_per_body().keys().next().unwrap();
+
+    // The file is on alice's disk only: bob sees the kept photo.
+    let kept = bob.catalog.prepared_image_url(saved.photo_id).await.unwrap().expect("the photo is kept");
+    assert!(kept.starts_with("data:image/jpeg;base64,"), "{}", &kept[..40]);
+    std::fs::remove_file(&file).unwrap();
+    let qb = bob.queue(options(30_000)).await;
+    let photos: Vec<_> = bob
+        .catalog
+        .product_photos(saved.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| (pe_core::stored_path::StoredPath::from_text_and_hex(&p.path, p.path_bytes.as_deref()), p.sha256))
+        .collect();
+    let forced = EnqueueOptions { force: true, ..EnqueueOptions::interactive() };
+    let again = qb.enqueue_product(photos.clone(), forced.clone()).await.unwrap();
+    let item = qb.finished(again.files[0].item).await.unwrap();
+    assert_eq!(item.row.state, ItemState::Ready, "{:?}", item.row.last_error);
+    assert_eq!(item.row.photo_id, Some(saved.photo_id), "the same photo");
+    let sent = bob.fake.generate_counts_per_body();
+    assert_eq!(sent.keys().copied().collect::<Vec<_>>(), vec![first_body], "the very upload alice sent");
+    qb.discard_item(item.row.id).await.unwrap();
+
+    // Another photo now at the same path: the product's photo is still the kept one.
+    std::fs::write(&file, sample_jpeg(424_242, 320, 240, 85)).unwrap();
+    let again = qb.enqueue_product(photos, forced).await.unwrap();
+    let item = qb.finished(again.files[0].item).await.unwrap();
+    assert_eq!(item.row.state, ItemState::Ready, "{:?}", item.row.last_error);
+    assert_eq!(item.row.photo_id, Some(saved.photo_id));
+    assert_eq!(bob.fake.generate_counts_per_body().get(&first_body), Some(&2));
+    qa.shutdown().await;
+    qb.shutdown().await;
+}

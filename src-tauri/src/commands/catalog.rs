@@ -9,6 +9,7 @@ use pe_core::catalog::{
 };
 use pe_core::import::EnqueueOptions;
 use pe_core::product::{self, diff, Product};
+use pe_core::stored_path::StoredPath;
 use pe_core::{ErrorCode, ErrorReport};
 use tauri::State;
 
@@ -76,10 +77,19 @@ pub async fn duplicate_product(state: State<'_, AppState>, id: i64) -> Result<Pr
 pub async fn reextract_product(state: State<'_, AppState>, id: i64) -> Result<ReextractProposal, ErrorReport> {
     let record = state.catalog().get_product(id).await?;
     // Through the queue like every photo: interactive (the next free slot), forced (the bytes are
-    // known: that is the point).
+    // known: that is the point), every photo of the product in one request. Each file must still
+    // hold the photo's bytes; on a team catalog a file that is not on this computer is sent as the
+    // prepared photo the catalog keeps.
+    let photos: Vec<(StoredPath, String)> = state
+        .catalog()
+        .product_photos(id)
+        .await?
+        .into_iter()
+        .map(|p| (StoredPath::from_text_and_hex(&p.path, p.path_bytes.as_deref()), p.sha256))
+        .collect();
     let queue = state.import_queue().await?;
     let options = EnqueueOptions { force: true, ..EnqueueOptions::interactive() };
-    let enqueued = queue.enqueue_files(vec![record.photo_path()], options).await?;
+    let enqueued = queue.enqueue_product(photos, options).await?;
     let Some(file) = enqueued.files.first() else {
         return Err(ErrorReport::new(ErrorCode::NotFound, format!("{} is not a photo file.", record.original_path)));
     };

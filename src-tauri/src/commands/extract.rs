@@ -53,6 +53,15 @@ pub async fn validate_product(product: Product) -> Result<Vec<FieldFlag>, ErrorR
 
 /// The review pane's photo. `file_bytes`: the row's `path_bytes` (the exact bytes of a name that
 /// is not UTF-8, in hex). The decode takes its share of the decode budget like an import's.
+/// The prepared photo a team catalog keeps of `photo_id`, as a `data:` URL: review's picture of
+/// a photo whose file is on another computer. `not_found` when none is kept (a local catalog, or
+/// a photo recorded before it kept them).
+pub async fn kept_photo(state: State<'_, AppState>, photo_id: i64) -> Result<String, ErrorReport> {
+    state.catalog().prepared_image_url(photo_id).await?.ok_or_else(|| {
+        ErrorReport::new(pe_core::ErrorCode::NotFound, format!("no prepared copy of photo #{photo_id} is kept"))
+    })
+}
+
 pub async fn preview_photo(
     state: State<'_, AppState>,
     file: String,

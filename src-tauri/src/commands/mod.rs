@@ -124,6 +124,7 @@ registry! {
     extract::extract_pending(state) -> Vec<ImportRow>;
     extract::validate_product(product: Product) -> Vec<FieldFlag>;
     extract::preview_photo(state, file: String, file_bytes: Option<String>) -> String;
+    extract::kept_photo(state, photo_id: i64) -> String;
     catalog::query_products(state, query: ProductQuery) -> ProductPage;
     catalog::catalog_facets(state) -> Facets;
     catalog::get_product(state, id: i64) -> ProductRecord;

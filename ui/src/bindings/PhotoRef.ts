@@ -11,4 +11,8 @@ path: string,
 /**
  * The path's exact bytes in lowercase hex, only when it is not valid UTF-8.
  */
-path_bytes: string | null, };
+path_bytes: string | null, 
+/**
+ * Lowercase hex SHA-256 of the photo's bytes: what it is known by.
+ */
+sha256: string, };

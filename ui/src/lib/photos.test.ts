@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { barcodeBoxes, boxesOn, boxRect, fieldBox, fieldOfElement } from "./photos";
+import { barcodeBoxes, bestPicture, boxesOn, boxRect, fieldBox, fieldOfElement } from "./photos";
 
 describe("boxRect", () => {
   it("maps Gemini's normalized [y_min, x_min, y_max, x_max] to the photo's pixels", () => {
@@ -48,5 +48,25 @@ describe("field boxes", () => {
     expect(fieldBox(sources, "brand")).toBeNull();
     expect(fieldBox(sources, null)).toBeNull();
     expect(fieldBox(null, "name")).toBeNull();
+  });
+});
+
+describe("bestPicture", () => {
+  it("takes the first source that answers, trying the next only after a failure", async () => {
+    const asked: string[] = [];
+    const source = (name: string, answer: string | null | Error) => async () => {
+      asked.push(name);
+      if (answer instanceof Error) throw answer;
+      return answer;
+    };
+    expect(await bestPicture([source("file", "data:file"), source("kept", "data:kept")])).toBe("data:file");
+    expect(asked).toEqual(["file"]);
+    asked.length = 0;
+    const missing = new Error("No such file");
+    expect(await bestPicture([source("file", missing), null, source("kept", "data:kept")])).toBe("data:kept");
+    expect(asked).toEqual(["file", "kept"]);
+    asked.length = 0;
+    expect(await bestPicture([source("file", missing), source("kept", missing), source("thumb", null)])).toBe(null);
+    expect(asked).toEqual(["file", "kept", "thumb"]);
   });
 });

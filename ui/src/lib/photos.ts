@@ -74,3 +74,23 @@ export function fieldBox(sources: readonly FieldSource[] | null | undefined, fie
   const label = PRODUCT_FIELDS.find((f) => f.key === field)?.label ?? field;
   return { photo: source.photo, box_2d: source.box_2d, label: `${label}: read here`, kind: "field" };
 }
+
+/**
+ * A photo's best picture: its file on this computer, else the prepared photo a team catalog
+ * keeps (the file is on another desktop), else its thumbnail; `null` when none is there. Each
+ * source is tried only when the one before failed.
+ */
+export async function bestPicture(
+  sources: ReadonlyArray<(() => Promise<string | null>) | null>,
+): Promise<string | null> {
+  for (const source of sources) {
+    if (!source) continue;
+    try {
+      const url = await source();
+      if (url) return url;
+    } catch {
+      // the next source
+    }
+  }
+  return null;
+}

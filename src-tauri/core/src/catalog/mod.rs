@@ -282,6 +282,31 @@ impl Catalog {
         self.run_db(move |db| queries::record_photo(db, &photo)).await
     }
 
+    /// [`Catalog::record_photo`] with the photo's prepared image, which a server catalog keeps
+    /// (another desktop shows it and sends it again when the file is not on its disk); SQLite
+    /// records the photo alone.
+    pub async fn record_prepared_photo(
+        &self,
+        photo: NewPhoto,
+        prepared: PreparedCopy,
+    ) -> Result<PhotoId, CatalogError> {
+        self.run_db(move |db| queries::record_prepared_photo(db, &photo, &prepared)).await
+    }
+
+    /// The prepared image kept of the photo with `sha256` (a server catalog; `None` on SQLite or
+    /// when none was kept).
+    pub async fn stored_prepared(&self, sha256: &str) -> Result<Option<StoredPrepared>, CatalogError> {
+        let sha256 = sha256.to_string();
+        self.run_db(move |db| queries::stored_prepared(db, &sha256)).await
+    }
+
+    /// The prepared photo kept of a photo, as a `data:` URL (a server catalog; `None` on SQLite
+    /// or when none was kept): what review shows when the file is on another computer.
+    pub async fn prepared_image_url(&self, photo: PhotoId) -> Result<Option<String>, CatalogError> {
+        let jpeg = self.run_db(move |db| queries::prepared_image(db, photo)).await?;
+        Ok(jpeg.map(|jpeg| columns::thumbnail_url(&jpeg)))
+    }
+
     /// Appends an attempt to the audit trail. `NotFound` if the photo does not exist.
     pub async fn record_attempt(&self, attempt: NewAttempt) -> Result<AttemptId, CatalogError> {
         self.run_db(move |db| queries::record_attempt(db, &attempt)).await
@@ -470,10 +495,7 @@ impl Catalog {
 
     /// Every photo of a product, in the order they were sent (its first, then `product_photos`).
     pub async fn product_photos(&self, id: ProductId) -> Result<Vec<PhotoRef>, CatalogError> {
-        if let Some(server) = self.server() {
-            return server_products::product_photos(server, id).await;
-        }
-        self.run("a product's photos", move |conn| queries::product_photos(conn, id)).await
+        self.run_db(move |db| queries::product_photos(db, id)).await
     }
 
     /// A photo's thumbnail as a `data:` URL; `None` when there is no such photo.

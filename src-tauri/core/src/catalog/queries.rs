@@ -51,6 +51,77 @@ pub(super) fn record_photo(conn: &Db<'_>, photo: &NewPhoto) -> Result<PhotoId, C
     Ok(id)
 }
 
+/// [`record_photo`] and, on a server, its prepared image (`photo_images`, pg/0009) in the same
+/// transaction; on SQLite the photo alone (the files are on this computer).
+pub(super) fn record_prepared_photo(
+    conn: &Db<'_>,
+    photo: &NewPhoto,
+    prepared: &PreparedCopy,
+) -> Result<PhotoId, CatalogError> {
+    if conn.dialect() == Dialect::Sqlite {
+        return record_photo(conn, photo);
+    }
+    let tx = conn.transaction()?;
+    let id = record_photo(&tx, photo)?;
+    tx.execute(
+        "INSERT INTO photo_images (photo_id, jpeg, width, height, barcodes_json, stored_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (photo_id) DO UPDATE SET jpeg = excluded.jpeg, width = excluded.width,
+             height = excluded.height, barcodes_json = excluded.barcodes_json, stored_at = excluded.stored_at",
+        params![
+            id,
+            prepared.jpeg,
+            prepared.width,
+            prepared.height,
+            serde_json::to_string(&prepared.barcodes)?,
+            photo.seen_at
+        ],
+    )?;
+    tx.commit()?;
+    Ok(id)
+}
+
+/// The prepared image a server catalog keeps of the photo with `sha256`, with what the photo's
+/// row says of its original; `None` on SQLite, or when none was kept.
+pub(super) fn stored_prepared(conn: &Db<'_>, sha256: &str) -> Result<Option<StoredPrepared>, CatalogError> {
+    if conn.dialect() == Dialect::Sqlite {
+        return Ok(None);
+    }
+    let row = conn
+        .query_row(
+            "SELECT p.id, i.jpeg, i.width, i.height, i.barcodes_json, p.width, p.height, p.format, p.file_bytes,
+                    p.thumbnail_jpeg
+             FROM photos p JOIN photo_images i ON i.photo_id = p.id
+             WHERE p.sha256 = ?1",
+            params![sha256.to_ascii_lowercase()],
+            |r| {
+                Ok(StoredPrepared {
+                    photo_id: r.get(0)?,
+                    sha256: sha256.to_ascii_lowercase(),
+                    jpeg: r.get(1)?,
+                    width: r.get(2)?,
+                    height: r.get(3)?,
+                    barcodes: json_column(r, 4)?.unwrap_or_default(),
+                    original_width: r.get(5)?,
+                    original_height: r.get(6)?,
+                    format: r.get(7)?,
+                    file_bytes: get_u64(r, 8)?,
+                    thumbnail_jpeg: r.get(9)?,
+                })
+            },
+        )
+        .optional()?;
+    Ok(row)
+}
+
+/// The prepared image a server catalog keeps of a photo (`None` on SQLite, or none kept).
+pub(super) fn prepared_image(conn: &Db<'_>, photo: PhotoId) -> Result<Option<Vec<u8>>, CatalogError> {
+    if conn.dialect() == Dialect::Sqlite {
+        return Ok(None);
+    }
+    Ok(conn.query_row("SELECT jpeg FROM photo_images WHERE photo_id = ?1", params![photo], |r| r.get(0)).optional()?)
+}
+
 pub(super) fn record_attempt(conn: &Db<'_>, attempt: &NewAttempt) -> Result<AttemptId, CatalogError> {
     let tx = conn.transaction()?;
     let id = record_attempt_in(&tx, attempt)?;
@@ -117,20 +188,25 @@ pub(super) fn record_attempt_in(tx: &Db<'_>, attempt: &NewAttempt) -> Result<Att
     Ok(id)
 }
 
-pub(super) fn product_photos(conn: &Connection, product: ProductId) -> Result<Vec<PhotoRef>, CatalogError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT ph.id, ph.original_path, ph.original_path_bytes FROM (
+pub(super) fn product_photos(conn: &Db<'_>, product: ProductId) -> Result<Vec<PhotoRef>, CatalogError> {
+    let photos = conn.query_map(
+        "SELECT ph.id, ph.original_path, ph.original_path_bytes, ph.sha256 FROM (
              SELECT photo_id, 0 AS position FROM products WHERE id = ?1
              UNION ALL
              SELECT photo_id, position FROM product_photos WHERE product_id = ?1
          ) x JOIN photos ph ON ph.id = x.photo_id
          ORDER BY x.position",
+        params![product],
+        |r| {
+            let path = crate::stored_path::StoredPath::from_stored(r.get(1)?, r.get(2)?);
+            Ok(PhotoRef {
+                photo_id: r.get(0)?,
+                path: path.text().to_owned(),
+                path_bytes: path.bytes_hex(),
+                sha256: r.get(3)?,
+            })
+        },
     )?;
-    let rows = stmt.query_map([product], |r| {
-        let path = crate::stored_path::StoredPath::from_stored(r.get(1)?, r.get(2)?);
-        Ok(PhotoRef { photo_id: r.get(0)?, path: path.text().to_owned(), path_bytes: path.bytes_hex() })
-    })?;
-    let photos: Vec<PhotoRef> = rows.collect::<Result<_, _>>()?;
     if photos.is_empty() {
         return Err(CatalogError::NotFound { what: "product", id: product });
     }

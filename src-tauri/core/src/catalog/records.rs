@@ -35,6 +35,34 @@ pub struct NewPhoto {
     pub seen_at: i64,
 }
 
+/// A photo's prepared image, as a server catalog keeps it (`photo_images`, pg/0009).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreparedCopy {
+    /// The upload: a metadata-free JPEG.
+    pub jpeg: Vec<u8>,
+    pub width: u32,
+    pub height: u32,
+    /// What intake read from its pixels.
+    pub barcodes: Vec<crate::barcode::Barcode>,
+}
+
+/// A kept prepared image with its photo's row: enough to send the photo again without its file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredPrepared {
+    pub photo_id: PhotoId,
+    pub sha256: String,
+    pub jpeg: Vec<u8>,
+    pub width: u32,
+    pub height: u32,
+    pub barcodes: Vec<crate::barcode::Barcode>,
+    pub original_width: u32,
+    pub original_height: u32,
+    /// The original's format, e.g. "jpeg".
+    pub format: String,
+    pub file_bytes: u64,
+    pub thumbnail_jpeg: Vec<u8>,
+}
+
 /// One call to Gemini, for the audit trail.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewAttempt {
@@ -73,6 +101,8 @@ pub struct PhotoRef {
     pub path: String,
     /// The path's exact bytes in lowercase hex, only when it is not valid UTF-8.
     pub path_bytes: Option<String>,
+    /// Lowercase hex SHA-256 of the photo's bytes: what it is known by.
+    pub sha256: String,
 }
 
 /// Token counts from Gemini's `usageMetadata`.

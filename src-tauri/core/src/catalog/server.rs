@@ -45,6 +45,11 @@ pub const SERVER_MIGRATIONS: &[Migration] = &[
     Migration { version: 6, name: "pg/0006_facet_indexes", sql: include_str!("migrations/pg/0006_facet_indexes.sql") },
     Migration { version: 7, name: "pg/0007_photo_host", sql: include_str!("migrations/pg/0007_photo_host.sql") },
     Migration { version: 8, name: "pg/0008_shared_queue", sql: include_str!("migrations/pg/0008_shared_queue.sql") },
+    Migration {
+        version: 9,
+        name: "pg/0009_prepared_images",
+        sql: include_str!("migrations/pg/0009_prepared_images.sql"),
+    },
 ];
 
 /// The server schema version this build writes.

@@ -63,33 +63,6 @@ fn stored_product(server: &ServerCatalog, row: &Row) -> Result<StoredProduct, Ca
     read().map_err(|e| CatalogError::Server(server.driver_error(&e)))
 }
 
-/// Every photo of a product, its first, then `product_photos` in order.
-pub(super) async fn product_photos(server: &ServerCatalog, id: ProductId) -> Result<Vec<PhotoRef>, CatalogError> {
-    let client = server.client().await?;
-    let rows = client
-        .query(
-            "SELECT ph.id, ph.original_path, ph.original_path_bytes FROM (
-                 SELECT photo_id, 0::bigint AS position FROM products WHERE id = $1
-                 UNION ALL
-                 SELECT photo_id, position FROM product_photos WHERE product_id = $1
-             ) x JOIN photos ph ON ph.id = x.photo_id
-             ORDER BY x.position",
-            &[&id],
-        )
-        .await
-        .map_err(|e| server.driver_error(&e))?;
-    if rows.is_empty() {
-        return Err(CatalogError::NotFound { what: "product", id });
-    }
-    Ok(rows
-        .iter()
-        .map(|r| {
-            let path = crate::stored_path::StoredPath::from_stored(r.get(1), r.get(2));
-            PhotoRef { photo_id: r.get(0), path: path.text().to_owned(), path_bytes: path.bytes_hex() }
-        })
-        .collect())
-}
-
 /// A photo's thumbnail as a `data:` URL; `None` when there is no such photo.
 pub(super) async fn photo_thumbnail(server: &ServerCatalog, photo: PhotoId) -> Result<Option<String>, CatalogError> {
     let client = server.client().await?;

@@ -69,7 +69,10 @@ enum Fault {
 /// A local catalog failure is not a fault of the item's: it stops the queue (see `classified`).
 fn classify(error: &ExtractError) -> Fault {
     match error {
-        ExtractError::Intake(_) | ExtractError::ProductPhoto { .. } | ExtractError::Catalog(_) => Fault::Own,
+        ExtractError::Intake(_)
+        | ExtractError::ProductPhoto { .. }
+        | ExtractError::PhotoChanged { .. }
+        | ExtractError::Catalog(_) => Fault::Own,
         ExtractError::CircuitOpen(rejection, opened_by) => Fault::Breaker(rejection.clone(), *opened_by),
         ExtractError::BulkheadFull { .. } | ExtractError::RateLimited { .. } => Fault::Throttled,
         ExtractError::TimedOut(_) => Fault::Service,
@@ -247,27 +250,59 @@ fn marked(
 /// unreadable, or holds other bytes than were queued (the item is then left to the others).
 async fn prepare_photos(pipeline: &Pipeline, item: &Claimed) -> Result<Option<Vec<PreparedImage>>, ExtractError> {
     let photos = std::iter::once((&item.path, &item.sha256)).chain(item.more.iter().map(|m| (&m.path, &m.sha256)));
+    // A file listed on this computer for an import was hashed then: not again. One queued on
+    // another computer, and an interactive one (a catalog photo extracted again is queued with
+    // the SHA-256 the catalog knows), is hashed again and must still hold those bytes.
+    let verify = item.elsewhere || item.origin == ItemOrigin::Interactive;
     let mut images = Vec::with_capacity(1 + item.more.len());
     for (number, (path, sha256)) in (1..).zip(photos) {
-        let known = if item.elsewhere { None } else { sha256.clone() };
-        let image = match pipeline.prepare_known(&path.to_path_buf(), known).await {
-            Ok(image) if item.elsewhere && sha256.as_ref().is_some_and(|queued| *queued != image.sha256) => {
-                return Ok(None);
+        let known = if verify { None } else { sha256.clone() };
+        let unusable = match pipeline.prepare_known(&path.to_path_buf(), known).await {
+            Ok(image) if verify && sha256.as_ref().is_some_and(|queued| *queued != image.sha256) => {
+                ExtractError::PhotoChanged { file: path.text().to_owned() }
             }
-            Ok(image) => image,
-            Err(IntakeError::Io { source, .. })
-                if item.elsewhere
-                    && matches!(source.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied) =>
-            {
-                return Ok(None);
+            Ok(image) => {
+                images.push(image);
+                continue;
             }
-            Err(IntakeError::NotAFile { .. }) if item.elsewhere => return Ok(None),
+            Err(source @ (IntakeError::Io { .. } | IntakeError::NotAFile { .. })) if is_missing(&source) => {
+                if number == 1 {
+                    source.into()
+                } else {
+                    ExtractError::ProductPhoto { file: path.file_name(), number, source }
+                }
+            }
             Err(source) if number == 1 => return Err(source.into()),
             Err(source) => return Err(ExtractError::ProductPhoto { file: path.file_name(), number, source }),
         };
-        images.push(image);
+        // The file is not on this computer (or no longer holds the photo): a team catalog keeps
+        // the prepared photo, the same upload as when it was first prepared.
+        if let Some(sha256) = sha256 {
+            if let Some(stored) = pipeline.stored_prepared(sha256).await? {
+                tracing::info!(item = item.id, file = %path.text(), "import: the file is not here; its prepared photo from the catalog is sent");
+                images.push(stored);
+                continue;
+            }
+        }
+        if item.elsewhere {
+            // Another computer's photo this one cannot read: left to the desktops that can.
+            return Ok(None);
+        }
+        return Err(unusable);
     }
     Ok(Some(images))
+}
+
+/// Whether intake failed because the file is not there (or not readable, or not a file): what a
+/// file on another computer looks like from this one.
+fn is_missing(error: &IntakeError) -> bool {
+    match error {
+        IntakeError::Io { source, .. } => {
+            matches!(source.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied)
+        }
+        IntakeError::NotAFile { .. } => true,
+        _ => false,
+    }
 }
 
 fn prepared_row(

@@ -403,6 +403,16 @@ impl ImportQueue {
         self.shared().enqueue(paths, options).await
     }
 
+    /// Queues the photos of one catalog product again, in order, as one item (see
+    /// `Shared::enqueue_product`): each photo's path and the SHA-256 the catalog knows it by.
+    pub async fn enqueue_product(
+        &self,
+        photos: Vec<(crate::stored_path::StoredPath, String)>,
+        options: EnqueueOptions,
+    ) -> Result<Enqueued, ImportError> {
+        self.shared().enqueue_product(photos, options).await
+    }
+
     /// The interactive items not saved or discarded yet, oldest first: the reviews a person
     /// still owes, kept across restarts.
     pub async fn interactive_open(&self) -> Result<Vec<ImportRow>, ImportError> {

@@ -425,6 +425,30 @@ impl Shared {
         Ok(enqueued)
     }
 
+    /// Queues the photos of one product whose SHA-256 is known (a catalog product extracted
+    /// again): no walk, one item, sent as one request. Intake hashes each file again and, when
+    /// it is missing or holds other bytes, sends the prepared photo a team catalog keeps.
+    pub(crate) async fn enqueue_product(
+        self: &Arc<Self>,
+        photos: Vec<(crate::stored_path::StoredPath, String)>,
+        options: EnqueueOptions,
+    ) -> Result<Enqueued, ImportError> {
+        self.start_import_if_settled();
+        let photos: Vec<(crate::stored_path::StoredPath, Option<String>)> =
+            photos.into_iter().map(|(p, s)| (p, Some(s))).collect();
+        let batch = vec![store::Entry::Product { photos, note: None }];
+        let now = self.now();
+        let mut counted = self
+            .counted(move |conn| store::insert_batch(conn, &batch, options.force, options.origin, options.batch, now))
+            .await?;
+        let added = counted.value.report;
+        self.publish(&counted, u64::from(added.queued + added.duplicates + added.skipped));
+        if added.queued > 0 {
+            self.kick();
+        }
+        Ok(std::mem::take(&mut counted.value))
+    }
+
     /// Looks at what other processes changed in the shared queue since the last look (only when
     /// SQLite's `data_version` says another connection committed): announces each changed item,
     /// publishes the counts, and returns true when anything changed (new items may be queued).

@@ -248,7 +248,7 @@ pub(crate) fn insert_batch(
         let entry = match entry {
             Entry::File(file) => file,
             Entry::Product { photos, note } => {
-                let placed = place_product(&tx, photos, note.as_ref(), (origin, batch_mode), now, report)?;
+                let placed = place_product(&tx, photos, note.as_ref(), force, (origin, batch_mode), now, report)?;
                 done.files.extend(photos.iter().zip(placed).map(|((path, _), (item, result_of))| EnqueuedFile {
                     path: path.text().to_owned(),
                     path_bytes: path.bytes_hex(),
@@ -325,6 +325,7 @@ fn place_product(
     tx: &Db<'_>,
     photos: &[(StoredPath, Option<String>)],
     note: Option<&GroupNote>,
+    force: bool,
     (origin, batch): (ItemOrigin, bool),
     now: i64,
     report: &mut EnqueueReport,
@@ -332,13 +333,13 @@ fn place_product(
     let mut placed = Vec::with_capacity(photos.len());
     let mut item: Option<(ItemId, i64)> = None;
     for (path, sha256) in photos {
-        if let Some(known) = known_photo(tx, path, sha256.as_deref(), false, origin, now, report)? {
+        if let Some(known) = known_photo(tx, path, sha256.as_deref(), force, origin, now, report)? {
             placed.push(known);
             continue;
         }
         match &mut item {
             None => {
-                let id = insert_item(tx, path, sha256.as_deref(), false, (origin, batch), note, now, report)?;
+                let id = insert_item(tx, path, sha256.as_deref(), force, (origin, batch), note, now, report)?;
                 item = Some((id, 0));
                 placed.push((id, id));
             }
