@@ -149,11 +149,30 @@ async fn a_failing_lookup_does_not_block_extraction() {
     client.extract_product("image/jpeg", IMAGE).await.unwrap();
     client.extract_product("image/jpeg", IMAGE).await.unwrap();
     let requests = fake.requests();
-    assert_eq!(requests.iter().filter(|r| r.method == "GET").count(), 1, "looked up once, then cached");
+    assert_eq!(requests.iter().filter(|r| r.method == "GET").count(), 1, "looked up once, not again within the minute");
     for sent in requests.iter().filter(|r| r.method == "POST") {
         assert!(sent.body["generationConfig"].get("thinkingConfig").is_none(), "{}", sent.body["generationConfig"]);
     }
     assert_eq!(client.model_family().await, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_that_waited_on_a_failing_lookup_do_not_each_look_again() {
+    let fake = fake().await;
+    fake.fail_models_get(true);
+    fake.set_latency(std::time::Duration::from_millis(200));
+    let client = GeminiClient::new(&config(&fake.base_url(), "gemini-flash-latest")).unwrap();
+    let calls: Vec<_> = (0..5)
+        .map(|_| {
+            let client = client.clone();
+            tokio::spawn(async move { client.extract_product("image/jpeg", IMAGE).await })
+        })
+        .collect();
+    for call in calls {
+        call.await.unwrap().unwrap();
+    }
+    let lookups = fake.requests().iter().filter(|r| r.method == "GET").count();
+    assert_eq!(lookups, 1, "the five calls waited on one lookup, and none asked again when it failed");
 }
 
 #[tokio::test]

@@ -474,7 +474,7 @@ async fn a_catalog_product_of_two_photos_is_extracted_again_from_both_files() {
     assert_eq!(photos.len(), 2);
     let forced = EnqueueOptions { force: true, ..EnqueueOptions::interactive() };
 
-    let again = s.queue.enqueue_product(photos.clone(), forced.clone()).await.unwrap();
+    let again = s.queue.enqueue_product(photos.clone(), forced).await.unwrap();
     let item = s.queue.finished(again.files[0].item).await.unwrap();
     assert_eq!(item.row.state, ItemState::Ready, "{:?}", item.row.last_error);
     assert_eq!(item.row.photo_id, Some(saved.photo_id));
@@ -485,7 +485,7 @@ async fn a_catalog_product_of_two_photos_is_extracted_again_from_both_files() {
     s.queue.discard_item(item.row.id).await.unwrap();
 
     std::fs::write(shoot.join("sku9_back.jpg"), sample_jpeg(999, 320, 240, 85)).unwrap();
-    let again = s.queue.enqueue_product(photos.clone(), forced.clone()).await.unwrap();
+    let again = s.queue.enqueue_product(photos.clone(), forced).await.unwrap();
     let item = s.queue.finished(again.files[0].item).await.unwrap();
     assert_eq!(item.row.state, ItemState::Failed);
     let error = item.row.last_error.unwrap();

@@ -276,7 +276,7 @@ async fn another_desktop_extracts_a_product_again_from_the_kept_photo() {
         .map(|p| (pe_core::stored_path::StoredPath::from_text_and_hex(&p.path, p.path_bytes.as_deref()), p.sha256))
         .collect();
     let forced = EnqueueOptions { force: true, ..EnqueueOptions::interactive() };
-    let again = qb.enqueue_product(photos.clone(), forced.clone()).await.unwrap();
+    let again = qb.enqueue_product(photos.clone(), forced).await.unwrap();
     let item = qb.finished(again.files[0].item).await.unwrap();
     assert_eq!(item.row.state, ItemState::Ready, "{:?}", item.row.last_error);
     assert_eq!(item.row.photo_id, Some(saved.photo_id), "the same photo");

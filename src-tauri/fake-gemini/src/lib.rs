@@ -134,7 +134,7 @@ pub struct FakeOptions {
     pub api_keys: Vec<String>,
     /// Known model ids; others answer 404. Empty means every model exists.
     pub models: Vec<String>,
-    /// Added before every answer.
+    /// Added before every answer: no answer leaves sooner than this after its request arrived.
     pub latency: Duration,
     pub default_behavior: Behavior,
 }
@@ -483,6 +483,9 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    // The latency counts from the request's arrival, as a server's own time does: the fake's
+    // bookkeeping below (recording the request as JSON) happens within it, not on top of it.
+    let arrived = tokio::time::Instant::now();
     let path = uri.path().to_string();
     let header_key = headers.get("x-goog-api-key").map(|v| String::from_utf8_lossy(v.as_bytes()).trim().to_string());
     let (query_key, query) = split_key_from_query(uri.query());
@@ -502,7 +505,7 @@ async fn handle(
         InFlight::enter(&state)
     });
     let latency = *lock(&state.latency);
-    if !state.sleep(latency).await {
+    if !state.sleep((arrived + latency).saturating_duration_since(tokio::time::Instant::now())).await {
         return error_response(&ApiError::new(503, "UNAVAILABLE", "The service is shutting down."));
     }
 

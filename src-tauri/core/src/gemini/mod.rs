@@ -154,7 +154,14 @@ struct Inner {
     /// The model's family: known from the id at once, or resolved by `models.get` on the first
     /// call (`None`: unknown, or the lookup failed — no thinking field is sent).
     family: tokio::sync::OnceCell<Option<&'static Family>>,
+    /// When a lookup last failed: the next is tried only [`LOOKUP_RETRY`] later (a failure is
+    /// not kept for good: an app started offline learns the family once it is online).
+    lookup_failed_at: std::sync::Mutex<Option<std::time::Instant>>,
 }
+
+/// How long after a failed `models.get` the next call goes without a thinking field instead of
+/// looking the model up again.
+const LOOKUP_RETRY: Duration = Duration::from_secs(60);
 
 impl std::fmt::Debug for GeminiClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -279,6 +286,7 @@ impl GeminiClient {
                     Some(family) => tokio::sync::OnceCell::new_with(Some(Some(family))),
                     None => tokio::sync::OnceCell::new(),
                 },
+                lookup_failed_at: std::sync::Mutex::new(None),
                 model,
             }),
         })
@@ -309,34 +317,54 @@ impl GeminiClient {
     }
 
     /// The model's family, resolving an alias with `models.get` the first time (once per client;
-    /// concurrent callers wait for the one lookup). A failed lookup is logged once and leaves the
-    /// family unknown: extraction goes on without a thinking field.
+    /// concurrent callers wait for the one lookup). A failed lookup is logged and leaves the
+    /// family unknown for [`LOOKUP_RETRY`]: extraction goes on without a thinking field meanwhile.
     pub async fn model_family(&self) -> Option<&'static Family> {
-        *self
+        if let Some(family) = self.inner.family.get() {
+            return *family;
+        }
+        let failed_lately = || {
+            let failed_at = *self.inner.lookup_failed_at.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            failed_at.is_some_and(|at| at.elapsed() < LOOKUP_RETRY)
+        };
+        if failed_lately() {
+            return None;
+        }
+        let looked_up = self
             .inner
             .family
-            .get_or_init(|| async {
-                match self.get_model().await {
-                    Ok(info) => {
-                        let family = models::family_of_model_info(&info);
-                        tracing::info!(
-                            model = %self.inner.model,
-                            base_model_id = info.base_model_id.as_deref().unwrap_or(""),
-                            family = family.map_or("unknown (no thinking field sent)", |f| f.prefix),
-                            "gemini model resolved"
-                        );
-                        family
-                    }
+            .get_or_try_init(|| async {
+                // Callers that waited on a lookup that failed come here one after the other:
+                // they go on without it rather than each asking again.
+                if failed_lately() {
+                    return Err(());
+                }
+                let info = match self.get_model().await {
+                    Ok(info) => info,
+                    // Nothing was asked: there is no key yet.
+                    Err(GeminiError::MissingKey) => return Err(()),
                     Err(e) => {
                         tracing::warn!(
                             model = %self.inner.model,
-                            "could not look the model up ({e}); sending no thinking field"
+                            "could not look the model up ({e}); sending no thinking field for a minute"
                         );
-                        None
+                        // Before the next waiting caller runs this.
+                        *self.inner.lookup_failed_at.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+                            Some(std::time::Instant::now());
+                        return Err(());
                     }
-                }
+                };
+                let family = models::family_of_model_info(&info);
+                tracing::info!(
+                    model = %self.inner.model,
+                    base_model_id = info.base_model_id.as_deref().unwrap_or(""),
+                    family = family.map_or("unknown (no thinking field sent)", |f| f.prefix),
+                    "gemini model resolved"
+                );
+                Ok(family)
             })
-            .await
+            .await;
+        looked_up.map_or(None, |family| *family)
     }
 
     /// `GET /v1beta/models/{model}`: what Gemini says about the configured model.

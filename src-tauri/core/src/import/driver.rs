@@ -17,7 +17,7 @@ use super::item;
 use super::phash;
 use super::records::{ItemOrigin, ItemState};
 use super::shared::{lock, Hold, Mode, Shared};
-use super::store::{self, Counted, Origins};
+use super::store::{self, Counted};
 use super::{ClaimScope, ImportError};
 use crate::error::Coded;
 use crate::resilience::{BreakerSnapshot, BreakerState, ResilienceStack};
@@ -33,10 +33,8 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
     // change.
     let mut no_bulk = false;
     let mut no_interactive = false;
-    let origins = match shared.options.claims {
-        ClaimScope::All => Origins::All,
-        ClaimScope::Interactive => Origins::Interactive,
-    };
+    // A CLI `extract` works its own (interactive) files, not a bulk import's.
+    let bulk_too = shared.options.claims == ClaimScope::All;
     let mut follow = tokio::time::interval(shared.options.follow_interval);
     follow.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -89,35 +87,42 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
             // bounded however many photos are dropped).
             (None, Mode::Running) => {
                 let limit = shared.in_flight_limit();
-                let bulk_room = origins == Origins::All && !no_bulk && tasks.len() - interactive.len() < limit;
-                let interactive_room = !no_interactive && interactive.len() < limit;
-                let scope = match (interactive_room, bulk_room) {
-                    (true, true) => Origins::All,
-                    (true, false) => Origins::Interactive,
-                    (false, true) => Origins::Import,
-                    (false, false) => Origins::None,
-                };
-                if scope == Origins::None {
+                let bulk = tasks.len() - interactive.len();
+                let mut want = Vec::with_capacity(2);
+                if !no_interactive && interactive.len() < limit {
+                    want.push((ItemOrigin::Interactive, limit - interactive.len()));
+                }
+                if bulk_too && !no_bulk && bulk < limit {
+                    want.push((ItemOrigin::Import, limit - bulk));
+                }
+                if want.is_empty() {
                     Wait::Event
                 } else {
-                    let (now, lease) = (shared.now(), shared.options.lease);
-                    match shared.counted(move |conn| store::claim_next(conn, scope, lease, now)).await {
-                        Ok(Counted { value: Some(item), counts, duplicates, seq }) => {
-                            shared.item_changed(
-                                item.id,
-                                ItemState::Preparing,
-                                &Counted { value: (), counts, duplicates, seq },
-                            );
-                            let urgent = item.origin == ItemOrigin::Interactive;
-                            let task = tasks.spawn(item::process(shared.clone(), item));
-                            if urgent {
-                                interactive.insert(task.id());
+                    let (now, lease, asked) = (shared.now(), shared.options.lease, want.clone());
+                    match shared.counted(move |conn| store::claim(conn, &want, lease, now)).await {
+                        Ok(Counted { value: items, counts, duplicates, seq }) => {
+                            // An origin that gave fewer than asked has nothing more queued for
+                            // this desktop: look again only after a change.
+                            for (origin, n) in asked {
+                                if items.iter().filter(|i| i.origin == origin).count() < n {
+                                    match origin {
+                                        ItemOrigin::Interactive => no_interactive = true,
+                                        ItemOrigin::Import => no_bulk = true,
+                                    }
+                                }
                             }
-                        }
-                        Ok(counted) => {
-                            shared.publish(&counted, 0);
-                            no_interactive |= scope != Origins::Import;
-                            no_bulk |= scope != Origins::Interactive;
+                            let counted = Counted { value: (), counts, duplicates, seq };
+                            if items.is_empty() {
+                                shared.publish(&counted, 0);
+                            }
+                            for item in items {
+                                shared.item_changed(item.id, ItemState::Preparing, &counted);
+                                let urgent = item.origin == ItemOrigin::Interactive;
+                                let task = tasks.spawn(item::process(shared.clone(), item));
+                                if urgent {
+                                    interactive.insert(task.id());
+                                }
+                            }
                         }
                         Err(e) => stop_for(&shared, &e),
                     }

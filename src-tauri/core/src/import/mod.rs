@@ -285,10 +285,11 @@ impl ImportQueue {
     /// over when the queue is free. Needs a tokio runtime.
     ///
     /// On a team catalog (a PostgreSQL server) every desktop works the shared queue at once: there
-    /// is no lock; each claims items under a lease it renews (see `store::claim_next`,
+    /// is no lock; each claims items under a lease it renews (see `store::claim`,
     /// `store::tend_leases`), and the items of a desktop that died go back to the queue when
     /// their lease runs out.
     pub async fn open(pipeline: Pipeline, options: ImportOptions) -> Result<ImportQueue, ImportError> {
+        look_the_model_up(&pipeline);
         let catalog = pipeline.catalog().clone();
         let lock_path = catalog.file().map(QueueLock::path_for);
         let shared = Arc::new(Shared::new(ImportStore::new(catalog), pipeline, options, Vec::new()));
@@ -386,6 +387,7 @@ impl ImportQueue {
     /// Uses `pipeline` from the next item on (Settings changed the key, the model or the stack).
     /// A pause for the old stack's open breaker ends; a stop (e.g. for the key) waits for Resume.
     pub fn set_pipeline(&self, pipeline: Pipeline) {
+        look_the_model_up(&pipeline);
         self.shared().set_pipeline(pipeline);
     }
 
@@ -679,4 +681,13 @@ async fn follow_until_free(inner: Weak<Inner>) {
             Err(e) => tracing::warn!(error = %e, "import: could not take the queue over"),
         }
     }
+}
+
+/// An alias model (`gemini-flash-latest`) is looked up once per client before its first call
+/// (the request's shape depends on its family): done as the queue opens (or gets a new pipeline),
+/// in the background, so the first photo's answer does not wait for a `models.get` round trip.
+/// Without a key nothing is asked; a model named by its id needs no lookup.
+fn look_the_model_up(pipeline: &Pipeline) {
+    let gemini = pipeline.gemini().clone();
+    tokio::spawn(async move { gemini.model_family().await });
 }

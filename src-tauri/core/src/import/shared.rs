@@ -361,10 +361,16 @@ impl Shared {
         self.throughput.lock().unwrap_or_else(std::sync::PoisonError::into_inner).record(Instant::now());
     }
 
-    /// Items in flight at most: the bulkhead's slots plus the lookahead.
+    /// Items in flight at most: the bulkhead's slots plus the lookahead. The default lookahead
+    /// is K on this computer's catalog; on a team catalog it is a quarter of K (at least 2): an
+    /// item claimed ahead is out of the other desktops' reach until it is sent, so a desktop
+    /// that holds K of them finishes an import up to a round of calls after the others ran dry.
+    /// A quarter still has a prepared photo waiting whenever a slot frees up.
     pub(crate) fn in_flight_limit(&self) -> usize {
         let slots = slots_of(&self.pipeline());
-        slots + self.options.lookahead.unwrap_or(slots)
+        let shared_queue = self.store.catalog().server().is_some();
+        let default = if shared_queue { (slots / 4).max(2) } else { slots };
+        slots + self.options.lookahead.unwrap_or(default)
     }
 
     pub(crate) fn sends(&self) -> Arc<SendSlots> {
@@ -413,7 +419,9 @@ impl Shared {
                 self.publish(&counted, u64::from(added.queued + added.duplicates + added.skipped));
                 enqueued.report += added;
                 enqueued.files.extend(std::mem::take(&mut counted.value.files));
-                if added.queued > 0 {
+                // New items, or ones already waiting (another desktop of a team queued the same
+                // photos a moment ago): either way there is work to claim now.
+                if added.queued + added.unchanged > 0 {
                     self.kick();
                 }
             }
@@ -443,7 +451,7 @@ impl Shared {
             .await?;
         let added = counted.value.report;
         self.publish(&counted, u64::from(added.queued + added.duplicates + added.skipped));
-        if added.queued > 0 {
+        if added.queued + added.unchanged > 0 {
             self.kick();
         }
         Ok(std::mem::take(&mut counted.value))

@@ -87,19 +87,6 @@ pub(crate) struct MorePhoto {
     pub sha256: Option<String>,
 }
 
-/// Which items a worker claims.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Origins {
-    All,
-    /// Only interactive items (a CLI `extract` works its own files, not a bulk import's; or the
-    /// bulk items fill their share of the items in flight).
-    Interactive,
-    /// Only bulk items (the interactive ones fill their share).
-    Import,
-    /// Nothing now: both shares are full.
-    None,
-}
-
 /// How an item leaves `preparing` or `extracting`.
 pub(crate) struct Finish {
     pub id: ItemId,
@@ -609,68 +596,62 @@ fn item_with_sha(tx: &Db<'_>, sha: &str) -> Result<Option<(ItemId, String)>, Imp
         .optional()?)
 }
 
-/// Takes the next queued item (interactive ones first, then fewest attempts, then oldest), only
-/// among `origins`, and marks it `preparing`.
-///
-/// On a server (several desktops share the queue) the item is leased to this desktop for `lease`
-/// on the server's clock: `FOR UPDATE SKIP LOCKED`, so two desktops claiming at once never take
-/// the same item nor wait for each other. A desktop takes only the items it may read: bulk items,
-/// and interactive ones queued on its own computer (someone is waiting at that desk); never one
-/// its computer could not read before ([`mark_unreadable`]).
-pub(crate) fn claim_next(
+/// Claims up to `want` queued items of each origin, in that order (interactive first), each
+/// `preparing` under this desktop's lease: the oldest with the fewest attempts first, one
+/// statement per origin. On a server the rows are taken `FOR UPDATE SKIP LOCKED`, so desktops
+/// claiming at once never take the same item and never wait for each other. Claiming the room a
+/// round of calls left in one statement (not one item a statement) keeps the slots busy on a
+/// server, where each statement is a round trip.
+pub(crate) fn claim(
     conn: &Db<'_>,
-    origins: Origins,
+    want: &[(ItemOrigin, usize)],
     lease: std::time::Duration,
     now: i64,
-) -> Result<Option<Claimed>, ImportError> {
+) -> Result<Vec<Claimed>, ImportError> {
     let (lock, until) = match conn.dialect() {
         Dialect::Sqlite => ("", "NULL"),
         Dialect::Postgres => (" FOR UPDATE SKIP LOCKED", "pe_now_ms() + ?4"),
     };
     let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX).max(1);
     let host = conn.host();
-    // Two index range scans on (state, origin, attempts, id), interactive first.
-    let order: &[ItemOrigin] = match origins {
-        Origins::All => &[ItemOrigin::Interactive, ItemOrigin::Import],
-        Origins::Interactive => &[ItemOrigin::Interactive],
-        Origins::Import => &[ItemOrigin::Import],
-        Origins::None => &[],
-    };
-    for origin in order {
-        let claimed = conn
-            .query_row(
-                &format!(
-                    "UPDATE import_items SET state = 'preparing', updated_at = ?1, lease_owner = ?3, lease_until = {until}
-                     WHERE id = (SELECT id FROM import_items WHERE state = 'queued' AND origin = ?2
-                                   AND (CAST(?5 AS TEXT) IS NULL OR ((origin = 'import' OR queued_on IS NULL OR queued_on = ?5)
-                                        AND NOT EXISTS (SELECT 1 FROM import_item_unreadable u
-                                                        WHERE u.item_id = import_items.id AND u.host = ?5)))
-                                 ORDER BY attempts, id LIMIT 1{lock})
-                       AND state = 'queued'
-                     RETURNING id, path, sha256, attempts, origin, batch, path_bytes, queued_on"
-                ),
-                params![now, origin.as_str(), conn.desktop(), lease_ms, host],
-                |row| {
-                    let queued_on: Option<String> = row.get(7)?;
-                    Ok(Claimed {
-                        id: row.get(0)?,
-                        path: StoredPath::from_stored(row.get(1)?, row.get(6)?),
-                        sha256: row.get(2)?,
-                        more: Vec::new(),
-                        attempts: row.get(3)?,
-                        origin: *origin,
-                        batch: row.get(5)?,
-                        elsewhere: matches!((&queued_on, host), (Some(on), Some(here)) if on != here),
-                    })
-                },
-            )
-            .optional()?;
-        if let Some(mut claimed) = claimed {
-            claimed.more = more_photos(conn, claimed.id)?;
-            return Ok(Some(claimed));
+    let mut all = Vec::new();
+    // An index range scan on (state, origin, attempts, id) per origin.
+    for &(origin, n) in want.iter().filter(|(_, n)| *n > 0) {
+        let limit = i64::try_from(n).unwrap_or(i64::MAX);
+        let mut claimed = conn.query_map(
+            &format!(
+                "UPDATE import_items SET state = 'preparing', updated_at = ?1, lease_owner = ?3, lease_until = {until}
+                 WHERE id IN (SELECT id FROM import_items WHERE state = 'queued' AND origin = ?2
+                                AND (CAST(?5 AS TEXT) IS NULL OR ((origin = 'import' OR queued_on IS NULL OR queued_on = ?5)
+                                     AND NOT EXISTS (SELECT 1 FROM import_item_unreadable u
+                                                     WHERE u.item_id = import_items.id AND u.host = ?5)))
+                              ORDER BY attempts, id LIMIT ?6{lock})
+                   AND state = 'queued'
+                 RETURNING id, path, sha256, attempts, origin, batch, path_bytes, queued_on"
+            ),
+            params![now, origin.as_str(), conn.desktop(), lease_ms, host, limit],
+            |row| {
+                let queued_on: Option<String> = row.get(7)?;
+                Ok(Claimed {
+                    id: row.get(0)?,
+                    path: StoredPath::from_stored(row.get(1)?, row.get(6)?),
+                    sha256: row.get(2)?,
+                    more: Vec::new(),
+                    attempts: row.get(3)?,
+                    origin,
+                    batch: row.get(5)?,
+                    elsewhere: matches!((&queued_on, host), (Some(on), Some(here)) if on != here),
+                })
+            },
+        )?;
+        // RETURNING says nothing of the order: the claim's own.
+        claimed.sort_by_key(|c| (c.attempts, c.id));
+        for item in &mut claimed {
+            item.more = more_photos(conn, item.id)?;
         }
+        all.extend(claimed);
     }
-    Ok(None)
+    Ok(all)
 }
 
 /// An item's photos after its first, in order.
