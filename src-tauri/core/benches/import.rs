@@ -86,6 +86,8 @@ struct Report {
     ready: u64,
     failed: u64,
     vm_hwm_kib: u64,
+    /// The import child's CPU time (user + system) from its start of work to its end.
+    cpu_ms: f64,
     rusage_max_rss_kib: i64,
     max_in_flight: usize,
     calls: usize,
@@ -268,6 +270,7 @@ fn parse(line: &str) -> Report {
             "ready" => r.ready = value.parse().unwrap(),
             "failed" => r.failed = value.parse().unwrap(),
             "vm_hwm_kib" => r.vm_hwm_kib = value.parse().unwrap(),
+            "cpu_ms" => r.cpu_ms = value.parse().unwrap(),
             "rchar" => r.rchar = value.parse().unwrap(),
             "read_bytes" => r.read_bytes = value.parse().unwrap(),
             "photo_bytes" => r.photo_bytes = value.parse().unwrap(),
@@ -346,6 +349,7 @@ fn team() -> bool {
             })
             .collect();
         // Every process is connected, migrated and has its queue open: all go at once.
+        let machine_before = machine_cpu_ms();
         let started = Instant::now();
         for (child, _) in &mut children {
             writeln!(child.stdin.as_mut().unwrap(), "go").unwrap();
@@ -360,16 +364,21 @@ fn team() -> bool {
             })
             .collect();
         let start_to_exit_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let machine = machine_cpu_ms();
+        let busy = (machine.0 - machine_before.0) / (machine.1 - machine_before.1).max(1.0);
         // Each process's own clock runs from its go to its last item settled.
         let wall_ms = reports.iter().map(|r| r.wall_ms).fold(0.0, f64::max);
         let (max_in_flight, calls) = fake_stats(&mut fake, &mut fake_out);
         let ready = reports.iter().map(|r| r.ready).max().unwrap_or(0);
         println!(
             "{processes} process{}: wall {wall_ms:>8.0} ms (from go to the last one settled; each: {}; to the last exit \
-             {start_to_exit_ms:.0} ms), {calls} calls, max in flight {max_in_flight}, ready {ready}, peak RSS {} MiB",
+             {start_to_exit_ms:.0} ms), {calls} calls, max in flight {max_in_flight}, ready {ready}, peak RSS {} MiB, \
+             CPU {} ms, machine busy {:.0} %",
             if processes == 1 { "" } else { "es" },
             reports.iter().map(|r| format!("{:.0} ms", r.wall_ms)).collect::<Vec<_>>().join(", "),
             reports.iter().map(|r| format!("{:.1}", r.vm_hwm_kib as f64 / 1024.0)).collect::<Vec<_>>().join(" / "),
+            reports.iter().map(|r| format!("{:.0}", r.cpu_ms)).collect::<Vec<_>>().join(" / "),
+            busy * 100.0,
         );
         results.push((wall_ms, calls, ready));
     }
@@ -457,41 +466,50 @@ fn import(folder: &Path, base_url: &str, k: u32, server: Option<&str>) {
             tokio::task::spawn_blocking(|| std::io::stdin().read_line(&mut String::new())).await.unwrap().unwrap();
         }
         let io_before = proc_io();
+        let cpu_before = cpu_ms();
         let started = Instant::now();
-        let mut events = queue.subscribe();
-        let timeline = tokio::spawn(async move {
-            let mut seen: Vec<(f64, String)> = Vec::new();
-            while let Ok(e) = events.recv().await {
-                seen.push((started.elapsed().as_secs_f64() * 1000.0, format!("{:?}", e.state)));
-            }
-            seen
-        });
         queue.enqueue(vec![folder.to_path_buf()], EnqueueOptions::default()).await.unwrap();
         let enqueue_ms = started.elapsed().as_secs_f64() * 1000.0;
         let progress = queue.settled().await;
         let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
         queue.shutdown().await;
-        if std::env::var("PE_TIMELINE").is_ok() {
-            if let Ok(Ok(seen)) = tokio::time::timeout(Duration::from_secs(2), timeline).await {
-                let firsts = |state: &str| seen.iter().filter(|(_, s)| s == state).map(|(t, _)| *t).collect::<Vec<_>>();
-                let ext = firsts("Extracting");
-                let rdy = firsts("Ready");
-                let prep = firsts("Preparing");
-                eprintln!("TIMELINE first preparing {:.0} first extracting {:.0} first ready {:.0} last extracting {:.0} last ready {:.0} n_ext {} n_ready {}",
-                    prep.first().unwrap_or(&0.0), ext.first().unwrap_or(&0.0), rdy.first().unwrap_or(&0.0), ext.last().unwrap_or(&0.0), rdy.last().unwrap_or(&0.0), ext.len(), rdy.len());
-                for w in 0..30 { let i = w * 10; if i < ext.len() { eprintln!("wave {w}: extracting {:.0}..{:.0} ready {:.0}..{:.0}", ext[i], ext[(i+9).min(ext.len()-1)], rdy.get(i).unwrap_or(&0.0), rdy.get((i+9).min(rdy.len().saturating_sub(1))).unwrap_or(&0.0)); } }
-            }
-        }
         let io = proc_io();
         println!(
-            "wall_ms={wall_ms:.1} enqueue_ms={enqueue_ms:.1} ready={} failed={} vm_hwm_kib={} rchar={} read_bytes={} photo_bytes={photo_bytes}",
+            "wall_ms={wall_ms:.1} enqueue_ms={enqueue_ms:.1} ready={} failed={} vm_hwm_kib={} cpu_ms={:.0} rchar={} read_bytes={} photo_bytes={photo_bytes}",
             progress.counts.ready,
             progress.counts.failed,
             vm_hwm_kib(),
+            cpu_ms() - cpu_before,
             io.0 - io_before.0,
             io.1 - io_before.1,
         );
     });
+}
+
+/// This process's CPU time so far (user + system), ms.
+fn cpu_ms() -> f64 {
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid rusage for getrusage to fill.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1000.0 + t.tv_usec as f64 / 1000.0;
+    ms(ru.ru_utime) + ms(ru.ru_stime)
+}
+
+/// The machine's busy and total CPU time so far (all cores, from `/proc/stat`), ms; zeros
+/// where it is not there.
+fn machine_cpu_ms() -> (f64, f64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let fields: Vec<f64> = stat
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("cpu "))
+        .map(|l| l.split_whitespace().filter_map(|v| v.parse().ok()).collect())
+        .unwrap_or_default();
+    // user nice system idle iowait irq softirq steal: idle and iowait are not busy.
+    let tick_ms = 1000.0 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let total: f64 = fields.iter().take(8).sum();
+    let idle = fields.get(3).copied().unwrap_or(0.0) + fields.get(4).copied().unwrap_or(0.0);
+    ((total - idle) * tick_ms, total * tick_ms)
 }
 
 /// This process's `rchar` and `read_bytes` from `/proc/self/io` (0 where it is not there).

@@ -124,10 +124,18 @@ async fn two_desktops_importing_one_folder_send_each_photo_once_and_share_the_wo
     );
     let (a, b) = (a.unwrap(), b.unwrap());
     assert_eq!(a.queued + b.queued, 40, "alice {a:?}, bob {b:?}");
+    // Each desktop holds a bounded share at a time: K = 4 calls and K photos prepared ahead, and
+    // at most as many again writing their outcome (one claim used to take 32 of the 40).
+    let mut most_held = 0;
     wait_for("every item ready", Duration::from_secs(60), async || {
-        rows(&qa).await.iter().filter(|r| r.state == ItemState::Ready).count() == 40
+        let all = rows(&qa).await;
+        for desktop in ["alice@desk-1 #1", "bob@desk-2 #2"] {
+            most_held = most_held.max(all.iter().filter(|r| r.worked_by.as_deref() == Some(desktop)).count());
+        }
+        all.iter().filter(|r| r.state == ItemState::Ready).count() == 40
     })
     .await;
+    assert!(most_held <= 16, "a desktop held {most_held} items at once");
     let all = rows(&qb).await;
     assert_eq!(all.len(), 40, "one item per photo: {all:?}");
     assert!(all.iter().all(|r| r.state == ItemState::Ready && r.worked_by.is_none()), "leases end: {all:?}");

@@ -87,10 +87,14 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
             // bounded however many photos are dropped).
             (None, Mode::Running) => {
                 let limit = shared.in_flight_limit();
-                let bulk = tasks.len() - interactive.len();
+                // An item past its call only writes the outcome: it leaves room for the next one,
+                // up to `limit` of them (the tasks stay within twice the limit).
+                let past = |origin| shared.finishing(origin).min(limit);
+                let urgent = interactive.len().saturating_sub(past(ItemOrigin::Interactive));
+                let bulk = (tasks.len() - interactive.len()).saturating_sub(past(ItemOrigin::Import));
                 let mut want = Vec::with_capacity(2);
-                if !no_interactive && interactive.len() < limit {
-                    want.push((ItemOrigin::Interactive, limit - interactive.len()));
+                if !no_interactive && urgent < limit {
+                    want.push((ItemOrigin::Interactive, limit - urgent));
                 }
                 if bulk_too && !no_bulk && bulk < limit {
                     want.push((ItemOrigin::Import, limit - bulk));

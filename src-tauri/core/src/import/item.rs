@@ -26,7 +26,7 @@ use tokio::time::Instant;
 use super::driver::stop_for;
 use super::phash;
 use super::records::{ItemOrigin, ItemState};
-use super::shared::{lock, Hold, Shared, THROTTLE_WAIT};
+use super::shared::{lock, Finishing, Hold, Shared, THROTTLE_WAIT};
 use super::store::{self, Claimed, Finish, Marked, PreparedRow};
 use super::ImportError;
 use super::ItemId;
@@ -202,6 +202,7 @@ async fn work(shared: &Arc<Shared>, pipeline: &Pipeline, item: &Claimed) -> Resu
     let (marked, call) = tokio::join!(biased; mark, pipeline.call_gemini_photos(&photos, SlotPolicy::Wait));
     drop(photos);
     drop(images);
+    let _finishing = Finishing::new(shared, item.origin);
     marked?;
     let outcome = classified(shared, pipeline, item, call.into_outcome()).await?;
     // Any hold this outcome calls for is set: the next item may go (or wait at the gate).

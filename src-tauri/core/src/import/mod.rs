@@ -46,9 +46,11 @@
 //!   database, and takes over when that process lets go. Reading the queue ([`ImportStore`])
 //!   needs no lock.
 //! - **K calls in flight**: with a bulkhead of K slots, up to K + lookahead items are worked on at
-//!   once and K of them may be sent at a time; a sender waits for a slot instead of failing
-//!   (`SlotPolicy::Wait`), so the bulkhead is full while items remain, and a pause or a hold stops
-//!   the sending at once. Photos are prepared ahead (at most `prepare_concurrency` at a time).
+//!   once (an item past its call, only writing the outcome, no longer counts) and K of them may
+//!   be sent at a time; a sender waits for a slot instead of failing (`SlotPolicy::Wait`), so the
+//!   bulkhead is full while items remain, and a pause or a hold stops the sending at once. Photos
+//!   are prepared ahead (at most `prepare_concurrency` at a time); on a team catalog, not at the
+//!   end of an import (fewer than 2·K queued), where another desktop's free slot takes them.
 //! - **An open breaker pauses, it does not fail**: a `circuit_open` rejection puts the item back
 //!   with its attempts unchanged and holds the queue until the breaker lets a probe through (its
 //!   retry time, or a state change seen on its snapshot watch). A quota error waits the server's
@@ -98,7 +100,7 @@ pub struct ImportOptions {
     /// queued. Otherwise the queue waits for [`ImportQueue::resume`].
     pub autostart: bool,
     /// Items worked on beyond the bulkhead's K slots, so a prepared photo is waiting whenever a
-    /// slot frees up. `None`: K.
+    /// slot frees up. `None`: K (on a team catalog, 0 once fewer than 2·K items are queued).
     pub lookahead: Option<usize>,
     /// Photos prepared at once (decoding and resizing are CPU-bound).
     pub prepare_concurrency: usize,

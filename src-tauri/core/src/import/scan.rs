@@ -21,8 +21,9 @@ pub(crate) enum Scanned {
     Skipped { path: StoredPath, reason: SkipReason, message: String },
 }
 
-/// Walks `paths` and hands the entries to `emit` in batches of `first` entries, then of `batch`;
-/// stops early when `emit` returns false. Files named explicitly are always tried (intake decides by their bytes); in
+/// Walks `paths` and hands the entries to `emit` in batches of `first` entries, each batch twice
+/// the last up to `batch` (the first photos reach the queue at once, and the slots fill while the
+/// larger batches are written); stops early when `emit` returns false. Files named explicitly are always tried (intake decides by their bytes); in
 /// folders, files are picked by extension ([`intake::PHOTO_EXTENSIONS`]) and hidden entries are ignored.
 /// Paths are made absolute, so a later run from another directory recognizes them.
 pub(crate) fn scan(
@@ -37,8 +38,8 @@ pub(crate) fn scan(
     let mut push = |entry: Scanned, pending: &mut Vec<Scanned>| {
         pending.push(entry);
         if pending.len() >= limit {
-            limit = batch;
-            return emit(std::mem::replace(pending, Vec::with_capacity(batch)));
+            limit = (limit * 2).min(batch).max(1);
+            return emit(std::mem::replace(pending, Vec::with_capacity(limit)));
         }
         true
     };

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use super::grouping;
 use super::phash::NearIndex;
 use super::progress::{eta_ms, ImportProgress, ImportStatus, Throughput};
-use super::records::{Enqueued, ItemChanged, ItemId, ItemState};
+use super::records::{Enqueued, ItemChanged, ItemId, ItemOrigin, ItemState};
 use super::scan::{self, Scanned};
 use super::slots::SendSlots;
 use super::store::{self, Counted, ImportStore};
@@ -24,7 +24,9 @@ use crate::error::ErrorCode;
 use crate::pipeline::Pipeline;
 use crate::pricing::Usd;
 
-/// Files per enqueue transaction; the first one is small so the runner starts at once.
+/// Files per enqueue transaction: the first one is small so the runner starts at once, and each
+/// next twice the last up to `ENQUEUE_BATCH` (on a team server a transaction of 64 takes ~150 ms,
+/// which a second batch of 64 made the slots wait for).
 const FIRST_BATCH: usize = 8;
 const ENQUEUE_BATCH: usize = 64;
 /// Capacity of the per-item event channel.
@@ -68,6 +70,30 @@ pub(crate) struct Shared {
     pub(crate) reserved: Mutex<Usd>,
     /// Batch mode's requests waiting to be submitted.
     pub(crate) batch: super::batch::BatchLane,
+    /// Items past their call, writing its outcome, per origin (bulk, interactive): the driver
+    /// does not count them against the items in flight (see [`Finishing`]).
+    pub(crate) finishing: [AtomicUsize; 2],
+}
+
+/// Held by an item task from the moment its call is answered to its end: the task only writes
+/// the outcome now (its photos are dropped), so the driver claims the next item at once instead
+/// of after that write, which on a team server is a few round trips on a busy connection, and
+/// used to leave slots idle after every round of calls.
+pub(crate) struct Finishing<'a>(&'a Shared, usize);
+
+impl<'a> Finishing<'a> {
+    pub(crate) fn new(shared: &'a Shared, origin: ItemOrigin) -> Self {
+        let index = usize::from(origin == ItemOrigin::Interactive);
+        shared.finishing[index].fetch_add(1, Ordering::SeqCst);
+        shared.wake.notify_one();
+        Finishing(shared, index)
+    }
+}
+
+impl Drop for Finishing<'_> {
+    fn drop(&mut self) {
+        self.0.finishing[self.1].fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Following the changes other processes make to the shared queue.
@@ -160,7 +186,13 @@ impl Shared {
             options,
             reserved: Mutex::new(Usd::ZERO),
             batch: super::batch::BatchLane::default(),
+            finishing: [AtomicUsize::new(0), AtomicUsize::new(0)],
         }
+    }
+
+    /// Items of `origin` past their call, writing its outcome.
+    pub(crate) fn finishing(&self, origin: ItemOrigin) -> usize {
+        self.finishing[usize::from(origin == ItemOrigin::Interactive)].load(Ordering::SeqCst)
     }
 
     pub(crate) fn pipeline(&self) -> Pipeline {
@@ -361,15 +393,18 @@ impl Shared {
         self.throughput.lock().unwrap_or_else(std::sync::PoisonError::into_inner).record(Instant::now());
     }
 
-    /// Items in flight at most: the bulkhead's slots plus the lookahead. The default lookahead
-    /// is K on this computer's catalog; on a team catalog it is a quarter of K (at least 2): an
-    /// item claimed ahead is out of the other desktops' reach until it is sent, so a desktop
-    /// that holds K of them finishes an import up to a round of calls after the others ran dry.
-    /// A quarter still has a prepared photo waiting whenever a slot frees up.
+    /// Items in flight at most: the bulkhead's slots plus the lookahead, K photos prepared
+    /// ahead so that a freed slot sends at once.
+    ///
+    /// On a team catalog, no photo is claimed ahead once fewer than 2·K items are queued: an item
+    /// claimed ahead is out of the other desktops' reach until this desktop has a free slot, and
+    /// at the end of an import it waited up to a round of calls while another desktop's slots sat
+    /// idle (two desktops took 0.556 of one's time instead of 0.522; BENCHMARKS.md).
     pub(crate) fn in_flight_limit(&self) -> usize {
         let slots = slots_of(&self.pipeline());
         let shared_queue = self.store.catalog().server().is_some();
-        let default = if shared_queue { (slots / 4).max(2) } else { slots };
+        let queued = usize::try_from(self.progress.borrow().counts.queued).unwrap_or(usize::MAX);
+        let default = if shared_queue && queued < 2 * slots { 0 } else { slots };
         slots + self.options.lookahead.unwrap_or(default)
     }
 

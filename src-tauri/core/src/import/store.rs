@@ -615,18 +615,22 @@ pub(crate) fn claim(
     let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX).max(1);
     let host = conn.host();
     let mut all = Vec::new();
-    // An index range scan on (state, origin, attempts, id) per origin.
+    // An index range scan on (state, origin, attempts, id) per origin. The rows are picked in a
+    // materialized CTE, not an `IN (subquery … LIMIT n)`: on PostgreSQL, a row another desktop
+    // changed meanwhile makes the UPDATE re-check its condition, which runs such a subquery again
+    // (with SKIP LOCKED, on other rows) — one claim of 4 took 64 items.
     for &(origin, n) in want.iter().filter(|(_, n)| *n > 0) {
         let limit = i64::try_from(n).unwrap_or(i64::MAX);
         let mut claimed = conn.query_map(
             &format!(
-                "UPDATE import_items SET state = 'preparing', updated_at = ?1, lease_owner = ?3, lease_until = {until}
-                 WHERE id IN (SELECT id FROM import_items WHERE state = 'queued' AND origin = ?2
-                                AND (CAST(?5 AS TEXT) IS NULL OR ((origin = 'import' OR queued_on IS NULL OR queued_on = ?5)
-                                     AND NOT EXISTS (SELECT 1 FROM import_item_unreadable u
-                                                     WHERE u.item_id = import_items.id AND u.host = ?5)))
-                              ORDER BY attempts, id LIMIT ?6{lock})
-                   AND state = 'queued'
+                "WITH picked AS MATERIALIZED (
+                     SELECT id FROM import_items WHERE state = 'queued' AND origin = ?2
+                       AND (CAST(?5 AS TEXT) IS NULL OR ((origin = 'import' OR queued_on IS NULL OR queued_on = ?5)
+                            AND NOT EXISTS (SELECT 1 FROM import_item_unreadable u
+                                            WHERE u.item_id = import_items.id AND u.host = ?5)))
+                     ORDER BY attempts, id LIMIT ?6{lock})
+                 UPDATE import_items SET state = 'preparing', updated_at = ?1, lease_owner = ?3, lease_until = {until}
+                 WHERE id IN (SELECT id FROM picked) AND state = 'queued'
                  RETURNING id, path, sha256, attempts, origin, batch, path_bytes, queued_on"
             ),
             params![now, origin.as_str(), conn.desktop(), lease_ms, host, limit],
