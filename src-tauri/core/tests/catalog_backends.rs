@@ -244,6 +244,25 @@ async fn every_query_of_the_catalog_table_answers_the_same_on_both_backends() {
             assert_eq!(b.rows, a.rows, "{query:?}: the rows themselves");
         }
     }
+    // A text search counts its matches only so far past the page (10,000 in the app, 2 here), the
+    // same on both: "at least" until the page is near the end, then exact.
+    let broad = ProductQuery { text: "a".into(), sort: SortKey::Name, limit: 2, ..Default::default() };
+    let all = local.query_products(broad.clone()).await.unwrap().total;
+    assert!(all >= 5, "'a' matches most of the samples: {all}");
+    let all32 = u32::try_from(all).unwrap();
+    for offset in [0, 1, all32 - 3, all32 - 2, all32 - 1, all32] {
+        let query = ProductQuery { offset, ..broad.clone() };
+        let a = local.query_products_counting(query.clone(), 2).await.unwrap();
+        let b = server.query_products_counting(query.clone(), 2).await.unwrap();
+        let at_least = u64::from(offset) + 2;
+        let expected = if at_least < all { (at_least, true) } else { (all, false) };
+        assert_eq!((a.total, a.total_capped), expected, "SQLite, offset {offset}");
+        assert_eq!((b.total, b.total_capped), expected, "server, offset {offset}");
+        assert_eq!(b.rows, a.rows, "offset {offset}");
+    }
+    // No text: the count is exact.
+    let unfiltered = local.query_products_counting(ProductQuery::default(), 2).await.unwrap();
+    assert_eq!((unfiltered.total, unfiltered.total_capped), (11, false));
     assert_eq!(server.facets().await.unwrap(), local.facets().await.unwrap());
     assert_eq!(server.count_products().await.unwrap(), 11);
     assert_eq!(server.list_products(0, 5).await.unwrap(), local.list_products(0, 5).await.unwrap());

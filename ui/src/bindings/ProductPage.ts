@@ -6,6 +6,11 @@ import type { ProductSummary } from "./ProductSummary";
  */
 export type ProductPage = { 
 /**
- * How many live products match, on every page.
+ * How many live products match, on every page; with `total_capped`, at least this many.
  */
-total: number, rows: Array<ProductSummary>, };
+total: number, 
+/**
+ * A text search stopped counting 10,000 (`TOTAL_CAP`) matches past the
+ * page: more match ("10,000+"), and a page further on counts further.
+ */
+total_capped: boolean, rows: Array<ProductSummary>, };

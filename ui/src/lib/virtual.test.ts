@@ -60,6 +60,28 @@ describe("PageCache", () => {
     expect(cache.row(119)).toBe(119);
   });
 
+  it("grows a capped total as pages further on count further", async () => {
+    // 25,000 match; the source counts at most 10,000 past each page's offset.
+    const calls: number[] = [];
+    const cache = new PageCache(async (offset: number, limit: number) => {
+      calls.push(offset);
+      const total = Math.min(25_000, offset + 10_000);
+      return { total, total_capped: total < 25_000, rows: [offset, offset + limit] };
+    }, 100);
+    await cache.ensure(0, 10);
+    expect([cache.total, cache.capped]).toEqual([10_000, true]);
+    // The page before the end of what is known counts further: the list grows.
+    await cache.ensure(9_950, 10_000);
+    expect([cache.total, cache.capped]).toEqual([19_900, true]);
+    // A page answering late with a smaller lower bound does not shrink it.
+    await cache.ensure(200, 210);
+    expect(cache.total).toBe(19_900);
+    // Near the end the count is exact again.
+    await cache.ensure(19_850, 19_900);
+    expect([cache.total, cache.capped]).toEqual([25_000, false]);
+    expect(calls).toEqual([0, 9_900, 200, 19_800]);
+  });
+
   it("retries a page whose fetch failed", async () => {
     let fail = true;
     const cache = new PageCache(async (offset) => {

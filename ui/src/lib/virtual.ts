@@ -19,6 +19,8 @@ export function visibleRange(
 
 export interface Page<T> {
   total: number;
+  /** `total` is a lower bound: the source stopped counting past the page (a broad search). */
+  total_capped?: boolean;
   rows: T[];
 }
 
@@ -32,6 +34,8 @@ export class PageCache<T> {
   private readonly loading = new Map<number, Promise<void>>();
   /** Unknown until the first page arrives. */
   total: number | null = null;
+  /** `total` is "at least": each page further on counts further, so the list grows as it scrolls. */
+  capped = false;
 
   constructor(
     private readonly fetchPage: (offset: number, limit: number) => Promise<Page<T>>,
@@ -56,7 +60,14 @@ export class PageCache<T> {
         pending = this.fetchPage(page * this.pageSize, this.pageSize)
           .then((result) => {
             this.pages.set(page, result.rows);
-            this.total = result.total;
+            if (result.total_capped) {
+              // Lower bounds from pages that answered in any order: the largest holds.
+              this.total = Math.max(this.capped ? (this.total ?? 0) : 0, result.total);
+              this.capped = true;
+            } else {
+              this.total = result.total;
+              this.capped = false;
+            }
           })
           .finally(() => this.loading.delete(page));
         this.loading.set(page, pending);

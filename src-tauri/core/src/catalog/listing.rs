@@ -35,18 +35,45 @@ const RANK: &str = "bm25(products_fts, 10.0, 4.0, 2.0, 1.0, 1.0)";
 /// How many matches of a text search relevance ranks at most (see the module docs).
 pub const RANKED_MATCHES: u32 = 2_000;
 
+/// How far past the page's offset a text search counts its matches: more, and the page says "at
+/// least" ([`ProductPage::total_capped`]), as search engines do (Elasticsearch's
+/// `track_total_hits` stops at 10,000). Exact counting of a broad prefix ("re", most of a
+/// catalog) cost most of a search on the server; a list that scrolls on learns more from each
+/// page.
+pub const TOTAL_CAP: u64 = 10_000;
+
+/// Where a text search's count stops for a page at `offset`: `cap` ([`TOTAL_CAP`]) past it
+/// (`None`: no text, the count is exact).
+pub(super) fn count_limit(query: &ProductQuery, cap: u64) -> Option<u64> {
+    fts_query(&query.text).map(|_| u64::from(query.offset).saturating_add(cap.max(1)))
+}
+
+/// The page's total from a count that stopped one past `limit` (see [`count_limit`]): more
+/// than `limit` is "at least `limit`".
+pub(super) fn page_total(counted: u64, limit: Option<u64>) -> (u64, bool) {
+    match limit {
+        Some(limit) if counted > limit => (limit, true),
+        _ => (counted, false),
+    }
+}
+
 /// A page and the total, in one read transaction (so they agree).
-pub(super) fn query_products(conn: &mut Connection, query: &ProductQuery) -> Result<ProductPage, CatalogError> {
+pub(super) fn query_products(
+    conn: &mut Connection,
+    query: &ProductQuery,
+    cap: u64,
+) -> Result<ProductPage, CatalogError> {
     let tx = conn.transaction()?;
     let plan = Plan::new(query);
+    let limit = count_limit(query, cap);
     let (ids, total) = plan.page(&tx)?;
-    let total = match total {
-        Some(total) => total,
-        None => plan.total(&tx)?,
+    let (total, total_capped) = match total {
+        Some(total) => (total, false),
+        None => page_total(plan.total(&tx, limit)?, limit),
     };
     let rows = summaries(&tx, &ids)?;
     drop(tx);
-    Ok(ProductPage { total, rows })
+    Ok(ProductPage { total, total_capped, rows })
 }
 
 /// A page without the total.
@@ -156,11 +183,15 @@ impl Plan {
         }
     }
 
-    fn total(&self, conn: &Connection) -> Result<u64, CatalogError> {
+    /// The matches, counted up to one past `limit` when given.
+    fn total(&self, conn: &Connection, limit: Option<u64>) -> Result<u64, CatalogError> {
         if self.fts.is_none() && self.filters.is_empty() {
             return count_live(conn);
         }
-        let sql = format!("SELECT count(*) {}", self.matching(false));
+        let sql = match limit {
+            Some(limit) => format!("SELECT count(*) FROM (SELECT 1 {} LIMIT {})", self.matching(false), limit + 1),
+            None => format!("SELECT count(*) {}", self.matching(false)),
+        };
         let mut stmt = conn.prepare_cached(&sql)?;
         Ok(stmt.query_row(params_from_iter(&self.values), |row| get_u64(row, 0))?)
     }
@@ -213,7 +244,7 @@ impl Plan {
             }
             Ok((ids, None))
         } else {
-            let total = self.total(conn)?;
+            let total = self.total(conn, None)?;
             let older_len = total.saturating_sub(ranked_len);
             let mut ids = if offset < older_len {
                 self.ids(conn, false, Some((&older, cutoff)), &format!("{id} ASC"), offset, limit)?

@@ -21,11 +21,16 @@
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{IsolationLevel, Transaction};
 
-use super::listing::{filter_conditions, fts_query, rank, window, FilterValue, RANKED_MATCHES};
+use super::listing::{
+    count_limit, filter_conditions, fts_query, page_total, rank, window, FilterValue, RANKED_MATCHES,
+};
 use super::records::*;
 use super::server::ServerCatalog;
 use super::CatalogError;
 use crate::product::Price;
+
+/// A read transaction whose fixed statements are prepared once per connection.
+type Cached<'c> = deadpool_postgres::Transaction<'c>;
 
 /// A bound parameter.
 type Param = Box<dyn ToSql + Sync + Send>;
@@ -37,19 +42,35 @@ type Param = Box<dyn ToSql + Sync + Send>;
 const TEXT_QUERY: &str = "SELECT to_tsquery('simple', string_agg(quote_literal(word) || ':*', ' & '))::text
     FROM unnest(tsvector_to_array(to_tsvector('simple', pe_unaccent($1)))) AS word";
 
-/// A page and the total.
-pub(super) async fn query_products(server: &ServerCatalog, query: &ProductQuery) -> Result<ProductPage, CatalogError> {
+/// A page and the total. The count goes out beside the page's statement (tokio-postgres
+/// pipelines the queries of one connection polled together): one round trip, not two.
+pub(super) async fn query_products(
+    server: &ServerCatalog,
+    query: &ProductQuery,
+    cap: u64,
+) -> Result<ProductPage, CatalogError> {
     let mut client = server.client().await?;
     let tx = snapshot(server, &mut client).await?;
     let plan = Plan::new(server, &tx, query).await?;
-    let (ids, total) = plan.page(server, &tx).await?;
-    let total = match total {
-        Some(total) => total,
-        None => plan.total(server, &tx).await?,
+    let limit = count_limit(query, cap);
+    // A relevance page in ascending order counts every match itself.
+    let beside = !(plan.text.is_some() && plan.sort == SortKey::Relevance && plan.direction == SortDirection::Asc);
+    let count = async {
+        if beside {
+            plan.total(server, &tx, limit).await.map(Some)
+        } else {
+            Ok(None)
+        }
+    };
+    let ((ids, told), counted) = tokio::try_join!(plan.page(server, &tx), count)?;
+    let (total, total_capped) = match (told, counted) {
+        (Some(total), _) => (total, false),
+        (None, Some(counted)) => page_total(counted, limit),
+        (None, None) => page_total(plan.total(server, &tx, limit).await?, limit),
     };
     let rows = summaries(server, &tx, &ids).await?;
     tx.commit().await.map_err(|e| server.driver_error(&e))?;
-    Ok(ProductPage { total, rows })
+    Ok(ProductPage { total, total_capped, rows })
 }
 
 /// A page without the total.
@@ -133,12 +154,13 @@ struct Plan {
 }
 
 impl Plan {
-    async fn new(server: &ServerCatalog, tx: &Transaction<'_>, query: &ProductQuery) -> Result<Self, CatalogError> {
+    async fn new(server: &ServerCatalog, tx: &Cached<'_>, query: &ProductQuery) -> Result<Self, CatalogError> {
         let mut nothing = false;
         let text = match fts_query(&query.text) {
             None => None,
             Some(_) => {
-                let row = tx.query_one(TEXT_QUERY, &[&query.text]).await.map_err(|e| server.driver_error(&e))?;
+                let statement = tx.prepare_cached(TEXT_QUERY).await.map_err(|e| server.driver_error(&e))?;
+                let row = tx.query_one(&statement, &[&query.text]).await.map_err(|e| server.driver_error(&e))?;
                 let tsquery: Option<String> = row.get(0);
                 nothing = tsquery.is_none();
                 tsquery
@@ -198,8 +220,19 @@ impl Plan {
         self.values.iter().map(|v| v.as_ref() as &(dyn ToSql + Sync)).chain(more.iter().copied()).collect()
     }
 
-    async fn total(&self, server: &ServerCatalog, tx: &Transaction<'_>) -> Result<u64, CatalogError> {
-        let sql = self.matching("count(*)", &[], true);
+    /// The matches, counted up to one past `limit` when given.
+    async fn total(
+        &self,
+        server: &ServerCatalog,
+        tx: &Transaction<'_>,
+        limit: Option<u64>,
+    ) -> Result<u64, CatalogError> {
+        let sql = match limit {
+            Some(limit) => {
+                format!("SELECT count(*) FROM ({} LIMIT {}) AS matching", self.matching("1", &[], true), limit + 1)
+            }
+            None => self.matching("count(*)", &[], true),
+        };
         let row = tx.query_one(&sql, &self.params(&[])).await.map_err(|e| server.driver_error(&e))?;
         Ok(count(row.get(0)))
     }
@@ -256,7 +289,7 @@ impl Plan {
             }
             Ok((ids, None))
         } else {
-            let total = self.total(server, tx).await?;
+            let total = self.total(server, tx, None).await?;
             let older_len = total.saturating_sub(ranked_len);
             let mut ids = if offset < older_len {
                 self.ids(server, tx, older, "p.id ASC", true, offset, limit).await?
@@ -316,24 +349,24 @@ fn order_by(sort: SortKey, direction: SortDirection) -> String {
 /// The rows of `ids`, in that order.
 async fn summaries(
     server: &ServerCatalog,
-    tx: &Transaction<'_>,
+    tx: &Cached<'_>,
     ids: &[ProductId],
 ) -> Result<Vec<ProductSummary>, CatalogError> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let rows = tx
-        .query(
+    let statement = tx
+        .prepare_cached(
             "SELECT p.id, p.photo_id, p.name, p.brand, p.category, p.price_amount, p.price_currency, p.gtin,
                     p.revision, p.updated_at, ph.thumbnail_jpeg, p.flagged
              FROM unnest($1::bigint[]) WITH ORDINALITY AS page (id, n)
              JOIN products p ON p.id = page.id
              JOIN photos ph ON ph.id = p.photo_id
              ORDER BY page.n",
-            &[&ids],
         )
         .await
         .map_err(|e| server.driver_error(&e))?;
+    let rows = tx.query(&statement, &[&ids]).await.map_err(|e| server.driver_error(&e))?;
     Ok(rows
         .iter()
         .map(|row| {
