@@ -356,8 +356,7 @@ async fn summaries(
         return Ok(Vec::new());
     }
     // Not a cached statement: after five runs PostgreSQL may keep a generic plan, which does
-    // not know how many ids the array holds and joined the whole photos table (a first page took
-    // 75 ms instead of 5).
+    // not know how many ids the array holds (a page joins 50–100 of 100,000 photos).
     let rows = tx
         .query(
             "SELECT p.id, p.photo_id, p.name, p.brand, p.category, p.price_amount, p.price_currency, p.gtin,
