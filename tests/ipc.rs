@@ -253,7 +253,7 @@ fn demo_mode_extract_review_save_list() {
     let item = extract_ready(&webview, json!([fixture()]));
     assert_eq!(item, cards[0]["id"], "the same photo dropped again is the same card");
     let empty = invoke(&webview, "query_products", json!({"query": {}})).unwrap();
-    assert_eq!(empty, json!({"total": 0, "rows": []}));
+    assert_eq!(empty, json!({"total": 0, "total_capped": false, "rows": []}));
 
     let invalid =
         invoke(&webview, "import_save_item", json!({"id": item, "product": {"name": "X", "gtin": "123"}})).unwrap_err();
