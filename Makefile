@@ -75,6 +75,9 @@ package: deps ui
 
 ## Every test: UI checks and unit tests, Rust unit/integration/IPC/CLI tests, then the real window
 ## under Xvfb driven through tauri-driver + WebKitWebDriver (against the test build of the binary).
+## A test run compiles each crate once: incremental caches (3 GB of a cold run's 12 GB target/)
+## only pay off for edit-compile loops, so the test targets turn them off.
+test test-rust test-e2e test-sdk test-package: export CARGO_INCREMENTAL := 0
 test: deps deps-driver test-ui ui test-rust test-e2e test-sdk test-package bindings-check
 	@echo "make test: all passed"
 
@@ -102,9 +105,12 @@ test-package: ui
 ## SDK_CHECKS takes --fake BINARY --golden DIR --image JPEG; any failure fails the target.
 SDK_VENV := target/sdk-venv
 SDK_CHECKS := tests/sdk/check_fake.py tests/sdk/batch_roundtrip.py
-test-sdk: deps-system
-	cargo build -p fake-gemini --bin fake-gemini
-	cargo test -p product-extractor-core --test gemini_wire golden_request_bodies
+## The fake's binary and the golden bodies are built by `cargo test --workspace`, with its features:
+## a `-p` build would resolve other features and compile dozens of crates a second time (a cold CI
+## machine once ran out of disk doing it).
+test-sdk: deps-system ui
+	cargo test --workspace --test process
+	cargo test --workspace --test gemini_wire golden_request_bodies
 	[ -x $(SDK_VENV)/bin/python ] || python3 -m venv $(SDK_VENV)
 	$(SDK_VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/sdk/requirements.txt
 	for check in $(SDK_CHECKS); do \
