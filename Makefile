@@ -105,12 +105,13 @@ test-package: ui
 ## SDK_CHECKS takes --fake BINARY --golden DIR --image JPEG; any failure fails the target.
 SDK_VENV := target/sdk-venv
 SDK_CHECKS := tests/sdk/check_fake.py tests/sdk/batch_roundtrip.py
-## The fake's binary and the golden bodies are built by `cargo test --workspace`, with its features:
-## a `-p` build would resolve other features and compile dozens of crates a second time (a cold CI
-## machine once ran out of disk doing it).
+## The fake's binary and the golden bodies come from exactly test-rust's `cargo test --workspace`
+## (only a few tests run): any narrower selection (`-p`, or `--test NAME`, which leaves out the
+## packages without that target) resolves other features and compiles dozens of crates a second
+## time (~0.8 GB; a cold CI machine once ran out of disk on it).
+SDK_TESTS := golden_request_bodies prints_its_url_answers_with_its_key refuses_a_bad_command_line
 test-sdk: deps-system ui
-	cargo test --workspace --test process
-	cargo test --workspace --test gemini_wire golden_request_bodies
+	cargo test --workspace -- $(SDK_TESTS)
 	[ -x $(SDK_VENV)/bin/python ] || python3 -m venv $(SDK_VENV)
 	$(SDK_VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/sdk/requirements.txt
 	for check in $(SDK_CHECKS); do \

@@ -855,6 +855,8 @@ async fn a_product_of_two_photos_is_reviewed_with_its_barcode_box_and_split_with
     wait_for(&c, r#"#breaker-badge[data-state="closed"]"#, long).await;
     drop_files(&c, &[&shoot]).await;
     wait_for(&c, r#"#import-status[data-status="finished"]"#, long).await;
+    // The queue lists the shoot as one product of two photos.
+    wait_text(&c, r#"[data-testid="import-row"] [data-testid="photo-count"]"#, "2 photos", long).await;
 
     wait_for(&c, "#import-review", long).await.click().await.unwrap();
     let panel = wait_for(&c, "#import-review-panel", long).await;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { ImportProgress } from "../bindings/ImportProgress";
 import type { ImportRow } from "../bindings/ImportRow";
-import { batchLine, describeEnqueue, formatEta, formatSince, formatThroughput, looksLikeText, percentDone, rowDetail, statusLine, workedByText } from "./importing";
+import { batchLine, describeEnqueue, formatEta, formatSince, formatThroughput, looksLikeText, percentDone, photosText, rowDetail, statusLine, workedByText } from "./importing";
 
 function progress(overrides: Partial<ImportProgress> = {}): ImportProgress {
   return {
@@ -114,6 +114,10 @@ describe("rows", () => {
     expect(looksLikeText(row({ looks_like: { kind: "product", product_id: 12, name: "Granola", distance: 3 } }))).toBe("Looks like product #12 “Granola”");
     expect(looksLikeText(row({ looks_like: { kind: "item", item_id: 2, path: "/x/b.jpg", name: null, distance: 1 } }))).toBe("Looks like b.jpg in this import");
     expect(looksLikeText(row())).toBeNull();
+  });
+  it("counts a product's photos only when it has several", () => {
+    expect(photosText(row({ photo_count: 3 }))).toBe("3 photos");
+    expect(photosText(row({ photo_count: 1 }))).toBeNull();
   });
   it("says which desktop of a team works an item, and where it was queued when elsewhere", () => {
     expect(workedByText(row({ worked_by: "bob@desk-2 #4711", queued_on: "desk-2" }))).toBe("bob@desk-2");

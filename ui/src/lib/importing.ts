@@ -123,6 +123,11 @@ export function rowDetail(row: ImportRow): string {
   return "";
 }
 
+/** "3 photos" for a product of several photos (its first is the row's file); null for one photo. */
+export function photosText(row: ImportRow): string | null {
+  return row.photo_count > 1 ? `${row.photo_count} photos` : null;
+}
+
 /**
  * On a team catalog, who works an item now and where its files are: "bob@desk-2" (the desktop's
  * process number left out), with "queued on desk-1" when another computer queued it. Null when
