@@ -657,12 +657,20 @@ impl Side {
         }
     }
 
-    /// Commits (or rolls back) the side's transaction.
+    /// Commits (or rolls back) the side's transaction. A server commits synchronously whatever its
+    /// `synchronous_commit`: the copy is durable before it is reported, and the VACUUM that follows
+    /// can mark the new pages all-visible (it cannot while an asynchronous commit's WAL is not yet
+    /// flushed: the rows' commit hint bits are not set until then, and without the visibility map
+    /// every count and facet reads the whole table instead of an index).
     async fn end(&mut self, commit: bool) -> Result<(), CopyError> {
-        let sql = if commit { "COMMIT" } else { "ROLLBACK" };
         match self {
-            Side::Sqlite(side) => side.run(move |conn| conn.execute_batch(sql)).await,
-            Side::Server(side) => side.client.batch_execute(sql).await.map_err(|e| side.error(&e)),
+            Side::Sqlite(side) => {
+                side.run(move |conn| conn.execute_batch(if commit { "COMMIT" } else { "ROLLBACK" })).await
+            }
+            Side::Server(side) => {
+                let sql = if commit { "SET LOCAL synchronous_commit = on; COMMIT" } else { "ROLLBACK" };
+                side.client.batch_execute(sql).await.map_err(|e| side.error(&e))
+            }
         }
     }
 
@@ -677,7 +685,12 @@ impl Side {
                 side.run(|conn| conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))).await
             }
             Side::Server(side) => {
-                let tables = TABLES.iter().map(|t| t.name).collect::<Vec<_>>().join(", ");
+                let tables = TABLES
+                    .iter()
+                    .map(|t| t.name)
+                    .chain(SERVER_DERIVED_TABLES.iter().copied())
+                    .collect::<Vec<_>>()
+                    .join(", ");
                 side.client.batch_execute(&format!("VACUUM (ANALYZE) {tables}")).await.map_err(|e| side.error(&e))
             }
         };
@@ -686,6 +699,10 @@ impl Side {
         }
     }
 }
+
+/// The server's tables that the copy fills without naming them: the search table, which triggers
+/// fill from the copied products (pg/0005), vacuumed with the copied tables.
+const SERVER_DERIVED_TABLES: &[&str] = &["product_search"];
 
 /// What a SQLite step can fail with: SQLite itself, or a value the copy refuses.
 enum Fail {
