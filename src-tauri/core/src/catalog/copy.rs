@@ -659,9 +659,10 @@ impl Side {
 
     /// Commits (or rolls back) the side's transaction. A server commits synchronously whatever its
     /// `synchronous_commit`: the copy is durable before it is reported, and the VACUUM that follows
-    /// can mark the new pages all-visible (it cannot while an asynchronous commit's WAL is not yet
-    /// flushed: the rows' commit hint bits are not set until then, and without the visibility map
-    /// every count and facet reads the whole table instead of an index).
+    /// can mark the new pages all-visible. It cannot while the commit's WAL is not flushed: the
+    /// rows' commit hint bits are not set until then. Without the visibility map, every count and
+    /// facet of the copied catalog reads the whole table instead of an index (measured at 100k
+    /// products: a first page 70 ms instead of a few, the facets 150 ms).
     async fn end(&mut self, commit: bool) -> Result<(), CopyError> {
         match self {
             Side::Sqlite(side) => {
@@ -691,7 +692,17 @@ impl Side {
                     .chain(SERVER_DERIVED_TABLES.iter().copied())
                     .collect::<Vec<_>>()
                     .join(", ");
-                side.client.batch_execute(&format!("VACUUM (ANALYZE) {tables}")).await.map_err(|e| side.error(&e))
+                // The ANALYZE commits synchronously too: an asynchronous commit not yet flushed marks
+                // its whole group of 32 transaction ids in the commit log, and VACUUM could then set
+                // no commit hint bit (so no page all-visible) on the copy's rows for the next ~0.5 s.
+                match side.client.batch_execute("SET synchronous_commit = on").await {
+                    Ok(()) => side
+                        .client
+                        .batch_execute(&format!("VACUUM (ANALYZE) {tables}"))
+                        .await
+                        .map_err(|e| side.error(&e)),
+                    Err(e) => Err(side.error(&e)),
+                }
             }
         };
         if let Err(e) = done {
