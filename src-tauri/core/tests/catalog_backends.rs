@@ -8,6 +8,8 @@
 use std::path::Path;
 use std::time::Duration;
 
+mod common;
+
 use pe_core::barcode::{Barcode, BarcodeFormat, PixelBox};
 use pe_core::catalog::server::testing::fresh_database;
 use pe_core::catalog::server::{CatalogUrl, ServerCatalog, ServerUrl};
@@ -432,4 +434,83 @@ async fn two_desktops_edit_one_product_and_hear_each_others_changes() {
     assert_eq!(changes[0], CatalogChange::Product(2), "the winning save of revision 3");
     assert_eq!(&changes[1..], [CatalogChange::Product(3), CatalogChange::Product(copy.id)]);
     assert!(tokio::time::timeout(Duration::from_millis(300), heard.recv()).await.is_err(), "nothing else");
+}
+
+/// More matches than relevance ranks ([`RANKED_MATCHES`]), on both backends: the newest matches
+/// are ranked and the older ones follow newest first, pages walk one total order in both
+/// directions, and on the server a capped count (the broad-search path, which walks the newest
+/// products) pages exactly as the exact one (every match read first). The scores differ between
+/// the backends (bm25 and ts_rank), so the ranked part is compared as a set.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_broad_search_ranks_the_newest_matches_and_pages_the_same_on_both_backends() {
+    use pe_core::catalog::RANKED_MATCHES;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("broad.sqlite3");
+    let local = Catalog::open(&path).unwrap();
+    let n = i64::from(RANKED_MATCHES) + 300;
+    // Product n is the best match: its name is the word alone.
+    common::granola_products(&local, n, false).await;
+    let url = fresh_database("broad").await;
+    copy::copy_catalog(&CatalogUrl::Sqlite(path), &CatalogUrl::parse(&url).unwrap(), &no_env).await.unwrap();
+    let server = server_catalog(&url).await;
+
+    let query = |direction, offset, brand: Option<&str>| ProductQuery {
+        text: "gran".into(),
+        direction,
+        offset,
+        limit: 333,
+        brand: brand.map(Into::into),
+        ..Default::default()
+    };
+    // Every page of one order, with the total each page told, counting `cap` past the page.
+    async fn walk(catalog: &Catalog, query: impl Fn(u32) -> ProductQuery, cap: u64) -> (Vec<(u64, bool)>, Vec<i64>) {
+        let (mut totals, mut ids, mut offset) = (Vec::new(), Vec::new(), 0);
+        loop {
+            let page = catalog.query_products_counting(query(offset), cap).await.unwrap();
+            totals.push((page.total, page.total_capped));
+            if page.rows.is_empty() {
+                return (totals, ids);
+            }
+            ids.extend(page.rows.iter().map(|r| r.id));
+            offset += 333;
+        }
+    }
+    let cutoff = n - i64::from(RANKED_MATCHES) + 1;
+    for (label, catalog) in [("SQLite", &local), ("server", &server)] {
+        let (totals, best_first) = walk(catalog, |o| query(SortDirection::Desc, o, None), 10_000).await;
+        assert!(totals.iter().all(|t| *t == (n as u64, false)), "{label}: {totals:?}");
+        let mut ranked = best_first[..RANKED_MATCHES as usize].to_vec();
+        assert_eq!(ranked[0], n, "{label}: the best match first");
+        ranked.sort_unstable();
+        assert_eq!(ranked, (cutoff..=n).collect::<Vec<_>>(), "{label}: the newest matches are the ranked ones");
+        let older = &best_first[RANKED_MATCHES as usize..];
+        assert_eq!(older, (1..cutoff).rev().collect::<Vec<_>>(), "{label}: then the older ones, newest first");
+        for offset in [0, 1990, 2250] {
+            let rows = catalog.search_products("gran", offset, 50).await.unwrap();
+            let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+            assert_eq!(ids, best_first[offset as usize..offset as usize + 50], "{label}: search_products at {offset}");
+        }
+        let (_, worst_first) = walk(catalog, |o| query(SortDirection::Asc, o, None), 10_000).await;
+        assert_eq!(worst_first, best_first.iter().rev().copied().collect::<Vec<_>>(), "{label}: ascending");
+        // A count capped 100 past the page: "at least" on every page but the last ones, and the
+        // same pages.
+        let (capped_totals, capped) = walk(catalog, |o| query(SortDirection::Desc, o, None), 100).await;
+        assert_eq!(capped, best_first, "{label}: the pages of a capped count");
+        assert_eq!(capped_totals[0], (100, true), "{label}");
+        assert_eq!(*capped_totals.last().unwrap(), (n as u64, false), "{label}");
+        let (_, capped_asc) = walk(catalog, |o| query(SortDirection::Asc, o, None), 100).await;
+        assert_eq!(capped_asc, worst_first, "{label}: ascending, capped");
+        // A filter narrows the matches to fewer than are ranked: all of them ranked, the best first.
+        let (totals, even) = walk(catalog, |o| query(SortDirection::Desc, o, Some("even")), 10_000).await;
+        assert_eq!(totals[0], (n as u64 / 2, false), "{label}");
+        assert_eq!(even[0], n, "{label}");
+        let mut sorted = even.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (1..=n).filter(|id| id % 2 == 0).collect::<Vec<_>>(), "{label}: every even match once");
+    }
+    // Both backends' older matches, and their totals, are the same page for page.
+    let a = walk(&local, |o| query(SortDirection::Desc, o, None), 100).await;
+    let b = walk(&server, |o| query(SortDirection::Desc, o, None), 100).await;
+    assert_eq!(b.0, a.0, "the totals each page told");
+    assert_eq!(b.1[RANKED_MATCHES as usize..], a.1[RANKED_MATCHES as usize..]);
 }

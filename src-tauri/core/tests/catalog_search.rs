@@ -492,35 +492,8 @@ fn the_ui_may_send_a_partial_query() {
 async fn a_broad_search_ranks_the_newest_matches_and_pages_through_all() {
     let (_dir, catalog) = open();
     let n = i64::from(RANKED_MATCHES) + 300;
-    catalog
-        .with_connection(move |conn| {
-            let tx = conn.transaction()?;
-            for id in 1..=n {
-                // Product 1 and product n are the best matches: their names are the word alone.
-                let name = if id == 1 || id == n {
-                    "Granola".to_string()
-                } else {
-                    format!("Granola with oats and honey {id}")
-                };
-                let brand = if id % 2 == 0 { "Even" } else { "Odd" };
-                tx.execute(
-                    "INSERT INTO photos (id, sha256, original_path, file_bytes, width, height, format, thumbnail_jpeg,
-                                         first_seen_at, last_seen_at)
-                     VALUES (?1, printf('%064x', ?1), 'x.jpg', 1, 1, 1, 'jpeg', x'FFD8', 0, 0)",
-                    [id],
-                )?;
-                let saved = serde_json::json!({"name": name, "brand": brand}).to_string();
-                tx.execute(
-                    "INSERT INTO products (id, photo_id, saved_json, revision, name, brand, created_at, updated_at)
-                     VALUES (?1, ?1, ?2, 1, ?3, ?4, ?1, ?1)",
-                    rusqlite::params![id, saved, name, brand],
-                )?;
-            }
-            tx.commit()?;
-            Ok(())
-        })
-        .await
-        .unwrap();
+    // Product 1 and product n are the best matches: their names are the word alone.
+    common::granola_products(&catalog, n, true).await;
     let granola =
         |direction, offset, limit| ProductQuery { text: "gran".into(), direction, offset, limit, ..Default::default() };
     let walk = |direction, brand: Option<&'static str>| {

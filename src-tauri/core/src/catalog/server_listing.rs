@@ -42,8 +42,10 @@ type Param = Box<dyn ToSql + Sync + Send>;
 const TEXT_QUERY: &str = "SELECT to_tsquery('simple', string_agg(quote_literal(word) || ':*', ' & '))::text
     FROM unnest(tsvector_to_array(to_tsvector('simple', pe_unaccent($1)))) AS word";
 
-/// A page and the total. The count goes out beside the page's statement (tokio-postgres
-/// pipelines the queries of one connection polled together): one round trip, not two.
+/// A page and the total. A text search in relevance order learns its total from the matches it
+/// reads first ([`Plan::relevance_page`]); any other page sends its count beside the page's
+/// statement (tokio-postgres pipelines the queries of one connection polled together): one round
+/// trip, not two.
 pub(super) async fn query_products(
     server: &ServerCatalog,
     query: &ProductQuery,
@@ -53,20 +55,13 @@ pub(super) async fn query_products(
     let tx = snapshot(server, &mut client).await?;
     let plan = Plan::new(server, &tx, query).await?;
     let limit = count_limit(query, cap);
-    // A relevance page in ascending order counts every match itself.
-    let beside = !(plan.text.is_some() && plan.sort == SortKey::Relevance && plan.direction == SortDirection::Asc);
-    let count = async {
-        if beside {
-            plan.total(server, &tx, limit).await.map(Some)
-        } else {
-            Ok(None)
+    let (ids, total, total_capped) = match (plan.relevance(), limit) {
+        (true, Some(limit)) => plan.relevance_page(server, &tx, limit).await?,
+        _ => {
+            let ((ids, _), counted) = tokio::try_join!(plan.page(server, &tx), plan.total(server, &tx, limit))?;
+            let (total, capped) = page_total(counted, limit);
+            (ids, total, capped)
         }
-    };
-    let ((ids, told), counted) = tokio::try_join!(plan.page(server, &tx), count)?;
-    let (total, total_capped) = match (told, counted) {
-        (Some(total), _) => (total, false),
-        (None, Some(counted)) => page_total(counted, limit),
-        (None, None) => page_total(plan.total(server, &tx, limit).await?, limit),
     };
     let rows = summaries(server, &tx, &ids).await?;
     tx.commit().await.map_err(|e| server.driver_error(&e))?;
@@ -80,7 +75,14 @@ pub(super) async fn query_rows(
 ) -> Result<Vec<ProductSummary>, CatalogError> {
     let mut client = server.client().await?;
     let tx = snapshot(server, &mut client).await?;
-    let (ids, _) = Plan::new(server, &tx, query).await?.page(server, &tx).await?;
+    let plan = Plan::new(server, &tx, query).await?;
+    // No total to tell: reading every match pays only up to the ranked ones and the page.
+    let enough = u64::from(query.offset) + u64::from(query.limit) + u64::from(RANKED_MATCHES);
+    let ids = if plan.relevance() {
+        plan.relevance_page(server, &tx, enough).await?.0
+    } else {
+        plan.page(server, &tx).await?.0
+    };
     let rows = summaries(server, &tx, &ids).await?;
     tx.commit().await.map_err(|e| server.driver_error(&e))?;
     Ok(rows)
@@ -235,6 +237,66 @@ impl Plan {
         };
         let row = tx.query_one(&sql, &self.params(&[])).await.map_err(|e| server.driver_error(&e))?;
         Ok(count(row.get(0)))
+    }
+
+    /// A text search in relevance order.
+    fn relevance(&self) -> bool {
+        self.text.is_some() && self.sort == SortKey::Relevance
+    }
+
+    /// A page of a text search in relevance order, its total and whether the total is capped, from
+    /// the matches read first: up to `limit` + 1 of them, in whatever order the server finds them
+    /// fastest (the GIN index for a rare word, the table in order for a broad prefix, which stops
+    /// after `limit` + 1). This statement is the count, so a search costs one pass over its
+    /// matches where counting and ranking each made one:
+    /// - At most `limit` matched: every match is known. The newest [`RANKED_MATCHES`] are scored
+    ///   by id (`ts_rank`, a primary-key lookup each) and the rest follow newest first, here.
+    /// - More matched (a broad prefix, at least a tenth of the catalog at the default cap): the
+    ///   total is capped and the page comes from [`Self::ranked_page`], whose walk down the
+    ///   newest products finds the ranked ones after a few thousand rows.
+    async fn relevance_page(
+        &self,
+        server: &ServerCatalog,
+        tx: &Transaction<'_>,
+        limit: u64,
+    ) -> Result<(Vec<ProductId>, u64, bool), CatalogError> {
+        let (offset, take) = (u64::from(self.offset), u64::from(self.limit));
+        let read = i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX);
+        let sql = format!("{} LIMIT ${}", self.matching("p.id", &[], true), self.values.len() + 1);
+        let rows = tx.query(&sql, &self.params(&[&read])).await.map_err(|e| server.driver_error(&e))?;
+        if rows.len() as u64 > limit {
+            let (ids, told) =
+                if take == 0 { (Vec::new(), None) } else { self.ranked_page(server, tx, offset, take).await? };
+            return Ok(match told {
+                Some(total) => (ids, total, false),
+                None => (ids, limit, true),
+            });
+        }
+        let mut matches: Vec<ProductId> = rows.iter().map(|r| r.get(0)).collect();
+        matches.sort_unstable_by(|a, b| b.cmp(a));
+        let total = matches.len() as u64;
+        let newest = &matches[..matches.len().min(RANKED_MATCHES as usize + 1)];
+        let scores = if newest.is_empty() || take == 0 {
+            Vec::new()
+        } else {
+            let text: &(dyn ToSql + Sync) = self.values[0].as_ref();
+            tx.query(
+                "SELECT id, ts_rank(search, $1::text::tsquery)::float8 FROM product_search WHERE id = ANY($2)",
+                &[text, &newest],
+            )
+            .await
+            .map_err(|e| server.driver_error(&e))?
+        };
+        let scores: std::collections::HashMap<ProductId, f64> =
+            scores.iter().map(|r| (r.get(0), r.get::<_, f64>(1))).collect();
+        // ts_rank is higher for a better match; `rank` wants lower, in the newest-first order.
+        let (ranked, cutoff) = rank(newest.iter().map(|id| (*id, -scores.get(id).copied().unwrap_or(0.0))).collect());
+        let older = cutoff.map_or(&[][..], |cutoff| &matches[matches.partition_point(|id| *id >= cutoff)..]);
+        let mut order: Vec<ProductId> = ranked.into_iter().chain(older.iter().copied()).collect();
+        if self.direction == SortDirection::Asc {
+            order.reverse();
+        }
+        Ok((window(&order, offset, take), total, false))
     }
 
     /// The ids of the page, and the total when finding them told it.

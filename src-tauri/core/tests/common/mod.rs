@@ -1,5 +1,8 @@
-//! Fixtures shared by the catalog's search and export tests: a fresh catalog file in a temporary
-//! directory, and photo rows to hang products on.
+//! Fixtures shared by the catalog's search, export and backend tests: a fresh catalog file in a
+//! temporary directory, photo rows to hang products on, and a catalog where one word matches more
+//! products than relevance ranks.
+// Each test crate compiles this module and uses part of it.
+#![allow(dead_code)]
 
 use pe_core::catalog::{Catalog, NewPhoto};
 use tempfile::TempDir;
@@ -27,4 +30,35 @@ pub fn photo(n: u32) -> NewPhoto {
         thumbnail_jpeg: vec![0xFF, 0xD8, 0xFF, n as u8],
         seen_at: T0,
     }
+}
+
+/// Products 1..=`n`, each with its photo, all matching "gran": product `n` (and product 1 when
+/// `best_first_too`) named "Granola" alone, the best matches; the others "Granola with oats and
+/// honey {id}". Brand "Even" or "Odd" by id; ids, photos and times are the product's number.
+pub async fn granola_products(catalog: &Catalog, n: i64, best_first_too: bool) {
+    catalog
+        .with_connection(move |conn| {
+            let tx = conn.transaction()?;
+            for id in 1..=n {
+                let best = id == n || (best_first_too && id == 1);
+                let name = if best { "Granola".to_string() } else { format!("Granola with oats and honey {id}") };
+                let brand = if id % 2 == 0 { "Even" } else { "Odd" };
+                tx.execute(
+                    "INSERT INTO photos (id, sha256, original_path, file_bytes, width, height, format, thumbnail_jpeg,
+                                         first_seen_at, last_seen_at)
+                     VALUES (?1, printf('%064x', ?1), 'x.jpg', 1, 1, 1, 'jpeg', x'FFD8', 0, 0)",
+                    [id],
+                )?;
+                let saved = serde_json::json!({"name": name, "brand": brand}).to_string();
+                tx.execute(
+                    "INSERT INTO products (id, photo_id, saved_json, revision, name, brand, created_at, updated_at)
+                     VALUES (?1, ?1, ?2, 1, ?3, ?4, ?1, ?1)",
+                    rusqlite::params![id, saved, name, brand],
+                )?;
+            }
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+        .unwrap();
 }
