@@ -685,25 +685,7 @@ impl Side {
             Side::Sqlite(side) => {
                 side.run(|conn| conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))).await
             }
-            Side::Server(side) => {
-                let tables = TABLES
-                    .iter()
-                    .map(|t| t.name)
-                    .chain(SERVER_DERIVED_TABLES.iter().copied())
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                // The ANALYZE commits synchronously too: an asynchronous commit not yet flushed marks
-                // its whole group of 32 transaction ids in the commit log, and VACUUM could then set
-                // no commit hint bit (so no page all-visible) on the copy's rows for the next ~0.5 s.
-                match side.client.batch_execute("SET synchronous_commit = on").await {
-                    Ok(()) => side
-                        .client
-                        .batch_execute(&format!("VACUUM (ANALYZE) {tables}"))
-                        .await
-                        .map_err(|e| side.error(&e)),
-                    Err(e) => Err(side.error(&e)),
-                }
-            }
+            Side::Server(side) => side.vacuum().await,
         };
         if let Err(e) = done {
             tracing::warn!(error = %e, "after the catalog copy");
@@ -714,6 +696,9 @@ impl Side {
 /// The server's tables that the copy fills without naming them: the search table, which triggers
 /// fill from the copied products (pg/0005), vacuumed with the copied tables.
 const SERVER_DERIVED_TABLES: &[&str] = &["product_search"];
+
+/// How many times the copy vacuums a table that is left without its visibility map.
+const VACUUM_ROUNDS: u32 = 4;
 
 /// What a SQLite step can fail with: SQLite itself, or a value the copy refuses.
 enum Fail {
@@ -792,6 +777,45 @@ struct ServerSide {
 }
 
 impl ServerSide {
+    /// VACUUM (ANALYZE) of the copied tables, until each has its visibility map (a few rounds
+    /// at most). VACUUM marks a page all-visible only once its rows' commit hint bits are set,
+    /// and those wait while any commit of the same group of 32 transaction ids is asynchronous
+    /// and not yet flushed (up to ~0.6 s with `synchronous_commit = off`). This session's commits
+    /// are synchronous, but another session's (an autovacuum ANALYZE of the new rows, a desktop)
+    /// may land in the group while the VACUUM runs: the tables it left unmarked are vacuumed
+    /// again after a second, which reads only their unmarked pages.
+    async fn vacuum(&mut self) -> Result<(), CopyError> {
+        let mut tables: Vec<&str> =
+            TABLES.iter().map(|t| t.name).chain(SERVER_DERIVED_TABLES.iter().copied()).collect();
+        self.client.batch_execute("SET synchronous_commit = on").await.map_err(|e| self.error(&e))?;
+        let mut command = "VACUUM (ANALYZE)";
+        for round in 1..=VACUUM_ROUNDS {
+            self.client.batch_execute(&format!("{command} {}", tables.join(", "))).await.map_err(|e| self.error(&e))?;
+            let unmarked = self
+                .client
+                .query(
+                    "SELECT relname::text FROM pg_class
+                     WHERE relname = ANY($1) AND relkind = 'r' AND relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())
+                       AND relallvisible < relpages",
+                    &[&tables],
+                )
+                .await
+                .map_err(|e| self.error(&e))?;
+            let unmarked: Vec<String> = unmarked.iter().map(|r| r.get(0)).collect();
+            if unmarked.is_empty() {
+                return Ok(());
+            }
+            if round == VACUUM_ROUNDS {
+                tracing::warn!(tables = ?unmarked, "after the catalog copy, tables without a full visibility map (autovacuum will set it)");
+                return Ok(());
+            }
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            tables.retain(|t| unmarked.iter().any(|u| u == t));
+            command = "VACUUM";
+        }
+        Ok(())
+    }
+
     /// Connects and migrates, then begins: a read-only `REPEATABLE READ` snapshot for a source; for
     /// a destination a transaction that locks the catalog's tables against other writers (a
     /// desktop saving while the copy fills an empty catalog would collide with copied ids).
