@@ -657,21 +657,12 @@ impl Side {
         }
     }
 
-    /// Commits (or rolls back) the side's transaction. A server commits synchronously whatever its
-    /// `synchronous_commit`: the copy is durable before it is reported, and the VACUUM that follows
-    /// can mark the new pages all-visible. It cannot while the commit's WAL is not flushed: the
-    /// rows' commit hint bits are not set until then. Without the visibility map, every count and
-    /// facet of the copied catalog reads the whole table instead of an index (measured at 100k
-    /// products: a first page 70 ms instead of a few, the facets 150 ms).
+    /// Commits (or rolls back) the side's transaction.
     async fn end(&mut self, commit: bool) -> Result<(), CopyError> {
+        let sql = if commit { "COMMIT" } else { "ROLLBACK" };
         match self {
-            Side::Sqlite(side) => {
-                side.run(move |conn| conn.execute_batch(if commit { "COMMIT" } else { "ROLLBACK" })).await
-            }
-            Side::Server(side) => {
-                let sql = if commit { "SET LOCAL synchronous_commit = on; COMMIT" } else { "ROLLBACK" };
-                side.client.batch_execute(sql).await.map_err(|e| side.error(&e))
-            }
+            Side::Sqlite(side) => side.run(move |conn| conn.execute_batch(sql)).await,
+            Side::Server(side) => side.client.batch_execute(sql).await.map_err(|e| side.error(&e)),
         }
     }
 
@@ -780,14 +771,16 @@ impl ServerSide {
     /// VACUUM (ANALYZE) of the copied tables, until each has its visibility map (a few rounds
     /// at most). VACUUM marks a page all-visible only once its rows' commit hint bits are set,
     /// and those wait while any commit of the same group of 32 transaction ids is asynchronous
-    /// and not yet flushed (up to ~0.6 s with `synchronous_commit = off`). This session's commits
-    /// are synchronous, but another session's (an autovacuum ANALYZE of the new rows, a desktop)
-    /// may land in the group while the VACUUM runs: the tables it left unmarked are vacuumed
-    /// again after a second, which reads only their unmarked pages.
+    /// and not yet flushed (up to ~0.6 s with `synchronous_commit = off`). The destination's own
+    /// commits are synchronous ([`Self::open`]), but another session's (an autovacuum of any
+    /// database, a desktop) may land in the group while the VACUUM runs: the tables it left
+    /// unmarked are vacuumed again after a second, which reads only their unmarked pages.
+    /// Without the visibility map, every count and facet of the copied catalog reads the whole
+    /// table instead of an index (measured at 100k products: a first page 70 ms instead of a
+    /// few, the facets 150 ms).
     async fn vacuum(&mut self) -> Result<(), CopyError> {
         let mut tables: Vec<&str> =
             TABLES.iter().map(|t| t.name).chain(SERVER_DERIVED_TABLES.iter().copied()).collect();
-        self.client.batch_execute("SET synchronous_commit = on").await.map_err(|e| self.error(&e))?;
         let mut command = "VACUUM (ANALYZE)";
         for round in 1..=VACUUM_ROUNDS {
             self.client.batch_execute(&format!("{command} {}", tables.join(", "))).await.map_err(|e| self.error(&e))?;
@@ -818,14 +811,17 @@ impl ServerSide {
 
     /// Connects and migrates, then begins: a read-only `REPEATABLE READ` snapshot for a source; for
     /// a destination a transaction that locks the catalog's tables against other writers (a
-    /// desktop saving while the copy fills an empty catalog would collide with copied ids).
+    /// desktop saving while the copy fills an empty catalog would collide with copied ids), in a
+    /// session that commits synchronously whatever the server's `synchronous_commit`: the copy is
+    /// durable before it is reported, and its VACUUM ([`Self::vacuum`]) can set the commit hint
+    /// bits of the copied rows and of its own ANALYZE at once.
     async fn open(url: &ServerUrl, env: EnvFn<'_>, destination: bool) -> Result<Self, CopyError> {
         let catalog = ServerCatalog::connect(url, env).await?;
         catalog.migrate().await?;
         let client = catalog.client().await?;
         let begin = if destination {
             let tables = TABLES.iter().map(|t| t.name).collect::<Vec<_>>().join(", ");
-            format!("BEGIN; LOCK TABLE {tables} IN EXCLUSIVE MODE")
+            format!("SET synchronous_commit = on; BEGIN; LOCK TABLE {tables} IN EXCLUSIVE MODE")
         } else {
             "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY".to_string()
         };

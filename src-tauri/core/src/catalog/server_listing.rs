@@ -55,13 +55,12 @@ pub(super) async fn query_products(
     let tx = snapshot(server, &mut client).await?;
     let plan = Plan::new(server, &tx, query).await?;
     let limit = count_limit(query, cap);
-    let (ids, total, total_capped) = match (plan.relevance(), limit) {
-        (true, Some(limit)) => plan.relevance_page(server, &tx, limit).await?,
-        _ => {
-            let ((ids, _), counted) = tokio::try_join!(plan.page(server, &tx), plan.total(server, &tx, limit))?;
-            let (total, capped) = page_total(counted, limit);
-            (ids, total, capped)
-        }
+    let (ids, total, total_capped) = if plan.relevance() {
+        plan.relevance_page(server, &tx, limit.unwrap_or(u64::MAX)).await?
+    } else {
+        let (ids, counted) = tokio::try_join!(plan.sorted_page(server, &tx), plan.total(server, &tx, limit))?;
+        let (total, capped) = page_total(counted, limit);
+        (ids, total, capped)
     };
     let rows = summaries(server, &tx, &ids).await?;
     tx.commit().await.map_err(|e| server.driver_error(&e))?;
@@ -81,7 +80,7 @@ pub(super) async fn query_rows(
     let ids = if plan.relevance() {
         plan.relevance_page(server, &tx, enough).await?.0
     } else {
-        plan.page(server, &tx).await?.0
+        plan.sorted_page(server, &tx).await?
     };
     let rows = summaries(server, &tx, &ids).await?;
     tx.commit().await.map_err(|e| server.driver_error(&e))?;
@@ -299,21 +298,15 @@ impl Plan {
         Ok((window(&order, offset, take), total, false))
     }
 
-    /// The ids of the page, and the total when finding them told it.
-    async fn page(
-        &self,
-        server: &ServerCatalog,
-        tx: &Transaction<'_>,
-    ) -> Result<(Vec<ProductId>, Option<u64>), CatalogError> {
+    /// The ids of a page in a column's order (a text search in relevance order is
+    /// [`Self::relevance_page`]'s).
+    async fn sorted_page(&self, server: &ServerCatalog, tx: &Transaction<'_>) -> Result<Vec<ProductId>, CatalogError> {
         let (offset, limit) = (u64::from(self.offset), u64::from(self.limit));
         if limit == 0 {
-            return Ok((Vec::new(), None));
-        }
-        if self.text.is_some() && self.sort == SortKey::Relevance {
-            return self.ranked_page(server, tx, offset, limit).await;
+            return Ok(Vec::new());
         }
         let order = order_by(self.sort, self.direction);
-        Ok((self.ids(server, tx, None, &order, false, offset, limit).await?, None))
+        self.ids(server, tx, None, &order, false, offset, limit).await
     }
 
     /// A page of a relevance sort, as [`super::listing`]'s: the newest matches scored and ranked
