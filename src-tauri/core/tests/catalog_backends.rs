@@ -438,9 +438,12 @@ async fn two_desktops_edit_one_product_and_hear_each_others_changes() {
 
 /// More matches than relevance ranks ([`RANKED_MATCHES`]), on both backends: the newest matches
 /// are ranked and the older ones follow newest first, pages walk one total order in both
-/// directions, and on the server a capped count (the broad-search path, which walks the newest
-/// products) pages exactly as the exact one (every match read first). The scores differ between
-/// the backends (bm25 and ts_rank), so the ranked part is compared as a set.
+/// directions, and on the server both ways of finding the newest matches page alike: with
+/// every product a match, the count to 10,000 reads them through the prefix index (2,300² <
+/// 10,001 × 2,300 / 4, see `server_listing::walks`), the count to 100 walks down the newest
+/// products (2,001 wanted), and the filtered search reads and scores through the index. The
+/// scores differ between the backends (bm25 and ts_rank), so the ranked part is compared as a
+/// set.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_broad_search_ranks_the_newest_matches_and_pages_the_same_on_both_backends() {
     use pe_core::catalog::RANKED_MATCHES;

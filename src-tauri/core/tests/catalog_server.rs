@@ -793,6 +793,24 @@ async fn search_on_the_server_finds_what_sqlite_finds() {
         "brûlée",
         "brulee",
         "gone",
+        // pg/0010's prefix index: a term of 1 to 6 characters is one exact key, a longer one a
+        // prefix of the words themselves.
+        "c",
+        "h",
+        "l",
+        "1",
+        "c oat",
+        "crunch",
+        "crunchy",
+        "crunchi",
+        "madaga",
+        "madagas",
+        "cultur",
+        "culture",
+        "cultured",
+        "baris",
+        "barista",
+        "ALTERNATIVES",
     ];
     for query in queries {
         let mut local: Vec<i64> = catalog.search_products(query, 0, 100).await.unwrap().iter().map(|p| p.id).collect();

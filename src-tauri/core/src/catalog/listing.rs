@@ -37,10 +37,13 @@ pub const RANKED_MATCHES: u32 = 2_000;
 
 /// How far past the page's offset a text search counts its matches: more, and the page says "at
 /// least" ([`ProductPage::total_capped`]), as search engines do (Elasticsearch's
-/// `track_total_hits` stops at 10,000). Exact counting of a broad prefix ("re", most of a
-/// catalog) cost most of a search on the server; a list that scrolls on learns more from each
-/// page.
-pub const TOTAL_CAP: u64 = 10_000;
+/// `track_total_hits` stops at 10,000, Meilisearch's estimated total at 1,000). As many as
+/// relevance ranks: the first page's count, ranking and rows come from one read of the newest
+/// 2,001 matches, and a broad search costs that read, not its matches. Counting to 10,000 (until
+/// issue 13) read up to 10,001 matches on every broad search; on the server each costs a heap
+/// page (~0.6 µs at 100,000 products), which alone took a search past its 10 ms (BENCHMARKS.md,
+/// run 7). A list that scrolls on learns more from each page.
+pub const TOTAL_CAP: u64 = RANKED_MATCHES as u64;
 
 /// Where a text search's count stops for a page at `offset`: `cap` ([`TOTAL_CAP`]) past it
 /// (`None`: no text, the count is exact).

@@ -376,8 +376,8 @@ pub struct ProductPage {
     /// How many live products match, on every page; with `total_capped`, at least this many.
     #[ts(type = "number")]
     pub total: u64,
-    /// A text search stopped counting 10,000 (`TOTAL_CAP`) matches past the
-    /// page: more match ("10,000+"), and a page further on counts further.
+    /// A text search stopped counting 2,000 (`TOTAL_CAP`) matches past the
+    /// page: more match ("2,000+"), and a page further on counts further.
     #[serde(default)]
     pub total_capped: bool,
     pub rows: Vec<ProductSummary>,

@@ -50,6 +50,11 @@ pub const SERVER_MIGRATIONS: &[Migration] = &[
         name: "pg/0009_prepared_images",
         sql: include_str!("migrations/pg/0009_prepared_images.sql"),
     },
+    Migration {
+        version: 10,
+        name: "pg/0010_search_prefixes",
+        sql: include_str!("migrations/pg/0010_search_prefixes.sql"),
+    },
 ];
 
 /// The server schema version this build writes.

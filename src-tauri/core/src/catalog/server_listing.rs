@@ -35,12 +35,46 @@ type Cached<'c> = deadpool_postgres::Transaction<'c>;
 /// A bound parameter.
 type Param = Box<dyn ToSql + Sync + Send>;
 
-/// The user's words as a prefix tsquery (NULL without a word), built by the server from the text
-/// (`$1`) with the parser that indexed the products. It is read first and bound to the search as
-/// `$1::text::tsquery`, so the planner sees the actual terms: with the column's statistics it scans the
-/// newest products for a broad prefix ("re") and the GIN index for a rare one.
-const TEXT_QUERY: &str = "SELECT to_tsquery('simple', string_agg(quote_literal(word) || ':*', ' & '))::text
-    FROM unnest(tsvector_to_array(to_tsvector('simple', pe_unaccent($1)))) AS word";
+/// The user's words as tsqueries (NULL without a word), built by the server from the text (`$1`)
+/// with the parser that indexed the products: every word a prefix term that must match. Two
+/// spellings of the same query:
+/// - for the prefix index (pg/0010: every word under its prefixes of 1 to 6 characters too), a
+///   word of up to 6 characters is an exact term (`'fr'`), a longer one a prefix term;
+/// - for the search vectors themselves (ranking, and a walk down the newest products), every word
+///   a prefix term (`'fr':*`).
+///
+/// They are bound to the searches as `$1::text::tsquery`, so the planner sees the actual terms.
+/// With them: the planner's estimate of the matches (pg/0010's `pe_match_estimate`) and how
+/// many live products there are (`reltuples`, as of the last ANALYZE), which choose how a search
+/// finds its newest matches ([`Plan::newest_matches`]).
+const TEXT_QUERY: &str = "SELECT t.indexed, t.prefixes, pe_match_estimate(t.indexed::tsquery),
+         (SELECT reltuples::float8 FROM pg_class WHERE oid = 'product_search'::regclass)
+    FROM (SELECT to_tsquery('simple', string_agg(quote_literal(word)
+                     || CASE WHEN length(word) <= 6 THEN '' ELSE ':*' END, ' & '))::text AS indexed,
+                 to_tsquery('simple', string_agg(quote_literal(word) || ':*', ' & '))::text AS prefixes
+          FROM unnest(tsvector_to_array(to_tsvector('simple', pe_unaccent($1)))) AS word) AS t";
+
+/// How a statement finds the matches of a text search.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lookup {
+    /// Through the prefix index (pg/0010), `$1` being [`Terms::indexed`]: a read of every match.
+    Index,
+    /// Row by row on the search vectors, `$1` being [`Terms::prefixes`]: a walk down the products
+    /// in id order that stops after a few thousand matches, and ranking.
+    Vectors,
+}
+
+/// The user's words as tsquery texts ([`TEXT_QUERY`]).
+struct Terms {
+    /// For the prefix index.
+    indexed: String,
+    /// For the search vectors.
+    prefixes: String,
+    /// How many products the planner expects to match.
+    estimate: f64,
+    /// How many live products there are, about.
+    live: f64,
+}
 
 /// A page and the total. A text search in relevance order learns its total from the matches it
 /// reads first ([`Plan::relevance_page`]); any other page sends its count beside the page's
@@ -139,14 +173,15 @@ fn count(n: i64) -> u64 {
 
 /// The SQL for one [`ProductQuery`] on the server.
 struct Plan {
-    /// The user's words as a tsquery, `$1`, when the text has any.
-    text: Option<String>,
+    /// The user's words as tsqueries, `$1` in the form of the statement's [`Lookup`], when the
+    /// text has any.
+    text: Option<Terms>,
     /// The text had something to search but the server's parser found no word in it: nothing
     /// matches (as in FTS5, where such a term matches nothing).
     nothing: bool,
     /// Conditions on `products p` beyond "live", AND-ed.
     filters: Vec<String>,
-    /// `$1`, `$2`, ...: the text first, if any, then the filters' values.
+    /// The filters' values: `$1`, `$2`, ..., or from `$2` after the text.
     values: Vec<Param>,
     sort: SortKey,
     direction: SortDirection,
@@ -162,13 +197,19 @@ impl Plan {
             Some(_) => {
                 let statement = tx.prepare_cached(TEXT_QUERY).await.map_err(|e| server.driver_error(&e))?;
                 let row = tx.query_one(&statement, &[&query.text]).await.map_err(|e| server.driver_error(&e))?;
-                let tsquery: Option<String> = row.get(0);
-                nothing = tsquery.is_none();
-                tsquery
+                let terms = row.get::<_, Option<String>>(0).zip(row.get::<_, Option<String>>(1));
+                nothing = terms.is_none();
+                terms.map(|(indexed, prefixes)| Terms {
+                    indexed,
+                    prefixes,
+                    estimate: row.get::<_, Option<f64>>(2).unwrap_or(0.0).max(0.0),
+                    // -1 before the first ANALYZE: unknown, which never walks.
+                    live: row.get::<_, Option<f64>>(3).unwrap_or(0.0).max(0.0),
+                })
             }
         };
         let mut plan = Plan {
-            values: text.iter().map(|t| Box::new(t.clone()) as Param).collect(),
+            values: Vec::new(),
             text,
             nothing,
             filters: Vec::new(),
@@ -177,7 +218,7 @@ impl Plan {
             offset: query.offset,
             limit: query.limit,
         };
-        let first = plan.values.len() + 1;
+        let first = usize::from(plan.text.is_some()) + 1;
         let (filters, values) =
             filter_conditions(query, first, |n| format!("${n}"), |column, p| format!("lower({column}) = lower({p})"));
         plan.filters = filters;
@@ -192,16 +233,22 @@ impl Plan {
     /// search without filters that reads only ids and search vectors (`ids_only`: counts, the
     /// relevance ranking, the older matches) reads `product_search` alone (pg/0005: live
     /// products only, a quarter of `products`' bytes), aliased `p`; otherwise `products p`,
-    /// joined to it for the text.
-    fn matching(&self, select: &str, extra: &[&str], ids_only: bool) -> String {
+    /// joined to it for the text. The text is looked up as `lookup` says ([`Self::lookup`]).
+    fn matching(&self, select: &str, extra: &[&str], ids_only: bool, lookup: Lookup) -> String {
         let mut conditions: Vec<&str> = Vec::new();
+        let (alone, joined) = match self.lookup(lookup) {
+            Lookup::Index => {
+                ("pe_prefixes(p.search) @@ $1::text::tsquery", "pe_prefixes(s.search) @@ $1::text::tsquery")
+            }
+            Lookup::Vectors => ("p.search @@ $1::text::tsquery", "s.search @@ $1::text::tsquery"),
+        };
         let from = match (&self.text, self.filters.is_empty() && ids_only) {
             (Some(_), true) => {
-                conditions.push("p.search @@ $1::text::tsquery");
+                conditions.push(alone);
                 "product_search p"
             }
             (Some(_), false) => {
-                conditions.extend(["p.deleted_at IS NULL", "s.search @@ $1::text::tsquery"]);
+                conditions.extend(["p.deleted_at IS NULL", joined]);
                 "products p JOIN product_search s ON s.id = p.id"
             }
             (None, _) => {
@@ -217,8 +264,35 @@ impl Plan {
         format!("SELECT {select} FROM {from} WHERE {}", conditions.join(" AND "))
     }
 
-    fn params<'a>(&'a self, more: &'a [&'a (dyn ToSql + Sync)]) -> Vec<&'a (dyn ToSql + Sync)> {
-        self.values.iter().map(|v| v.as_ref() as &(dyn ToSql + Sync)).chain(more.iter().copied()).collect()
+    /// How a statement that would read the matches `lookup`'s way finds them: with filters, always
+    /// on the search vectors, so that the planner may start from a filter's index (a brand's few
+    /// hundred products) and check each one's words, ~0.3 µs a row, or take pg/0005's words index:
+    /// the prefix index's expression costs ~17 µs a row wherever it is checked outside the index
+    /// (a search with a brand took 13 ms through it against 3 ms this way).
+    fn lookup(&self, lookup: Lookup) -> Lookup {
+        if self.filters.is_empty() {
+            lookup
+        } else {
+            Lookup::Vectors
+        }
+    }
+
+    /// The statement's parameters: the text in `lookup`'s form ([`Self::lookup`]), the filters'
+    /// values, then `more`.
+    fn params<'a>(&'a self, lookup: Lookup, more: &'a [&'a (dyn ToSql + Sync)]) -> Vec<&'a (dyn ToSql + Sync)> {
+        let text = self.text.as_ref().map(|terms| match self.lookup(lookup) {
+            Lookup::Index => &terms.indexed as &(dyn ToSql + Sync),
+            Lookup::Vectors => &terms.prefixes as &(dyn ToSql + Sync),
+        });
+        text.into_iter()
+            .chain(self.values.iter().map(|v| v.as_ref() as &(dyn ToSql + Sync)))
+            .chain(more.iter().copied())
+            .collect()
+    }
+
+    /// The number of the statement's first parameter after the text and the filters.
+    fn next_param(&self) -> usize {
+        usize::from(self.text.is_some()) + self.values.len() + 1
     }
 
     /// The matches, counted up to one past `limit` when given.
@@ -230,11 +304,15 @@ impl Plan {
     ) -> Result<u64, CatalogError> {
         let sql = match limit {
             Some(limit) => {
-                format!("SELECT count(*) FROM ({} LIMIT {}) AS matching", self.matching("1", &[], true), limit + 1)
+                format!(
+                    "SELECT count(*) FROM ({} LIMIT {}) AS matching",
+                    self.matching("1", &[], true, Lookup::Index),
+                    limit + 1
+                )
             }
-            None => self.matching("count(*)", &[], true),
+            None => self.matching("count(*)", &[], true, Lookup::Index),
         };
-        let row = tx.query_one(&sql, &self.params(&[])).await.map_err(|e| server.driver_error(&e))?;
+        let row = tx.query_one(&sql, &self.params(Lookup::Index, &[])).await.map_err(|e| server.driver_error(&e))?;
         Ok(count(row.get(0)))
     }
 
@@ -244,15 +322,15 @@ impl Plan {
     }
 
     /// A page of a text search in relevance order, its total and whether the total is capped, from
-    /// the matches read first: up to `limit` + 1 of them, in whatever order the server finds them
-    /// fastest (the GIN index for a rare word, the table in order for a broad prefix, which stops
-    /// after `limit` + 1). This statement is the count, so a search costs one pass over its
-    /// matches where counting and ranking each made one:
-    /// - At most `limit` matched: every match is known. The newest [`RANKED_MATCHES`] are scored
-    ///   by id (`ts_rank`, a primary-key lookup each) and the rest follow newest first, here.
-    /// - More matched (a broad prefix, at least a tenth of the catalog at the default cap): the
-    ///   total is capped and the page comes from [`Self::ranked_page`], whose walk down the
-    ///   newest products finds the ranked ones after a few thousand rows.
+    /// one read of the newest matches, up to `limit` + 1 of them (and at least as many as are
+    /// ranked) with their scores ([`Self::newest_matches`]). That read is the count, the
+    /// ranking and the page:
+    /// - The newest [`RANKED_MATCHES`] are ranked by score, the older ones follow newest first
+    ///   ([`rank`], the rule both backends share).
+    /// - At most `limit` matched: the total is exact, and `Asc` is the exact reverse.
+    /// - More matched: the total is capped, and the page comes from the matches read, which reach
+    ///   past it (`limit` is at least the page's end). `Asc` (the worst matches first) has to
+    ///   start from the oldest match: [`Self::oldest_first`].
     async fn relevance_page(
         &self,
         server: &ServerCatalog,
@@ -260,42 +338,75 @@ impl Plan {
         limit: u64,
     ) -> Result<(Vec<ProductId>, u64, bool), CatalogError> {
         let (offset, take) = (u64::from(self.offset), u64::from(self.limit));
-        let read = i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX);
-        let sql = format!("{} LIMIT ${}", self.matching("p.id", &[], true), self.values.len() + 1);
-        let rows = tx.query(&sql, &self.params(&[&read])).await.map_err(|e| server.driver_error(&e))?;
-        if rows.len() as u64 > limit {
-            let (ids, told) =
-                if take == 0 { (Vec::new(), None) } else { self.ranked_page(server, tx, offset, take).await? };
-            return Ok(match told {
-                Some(total) => (ids, total, false),
-                None => (ids, limit, true),
-            });
+        // Enough to rank (the newest RANKED_MATCHES + 1), to count (`limit` + 1) and for the page.
+        let read = limit.max(u64::from(RANKED_MATCHES)).max(offset + take).saturating_add(1);
+        let newest = self.newest_matches(server, tx, read).await?;
+        let capped = newest.len() as u64 > limit;
+        if capped && self.direction == SortDirection::Asc {
+            let ids = if take == 0 { Vec::new() } else { self.oldest_first(server, tx, &newest, offset, take).await? };
+            return Ok((ids, limit, true));
         }
-        let mut matches: Vec<ProductId> = rows.iter().map(|r| r.get(0)).collect();
-        matches.sort_unstable_by(|a, b| b.cmp(a));
-        let total = matches.len() as u64;
-        let newest = &matches[..matches.len().min(RANKED_MATCHES as usize + 1)];
-        let scores = if newest.is_empty() || take == 0 {
-            Vec::new()
-        } else {
-            let text: &(dyn ToSql + Sync) = self.values[0].as_ref();
-            tx.query(
-                "SELECT id, ts_rank(search, $1::text::tsquery)::float8 FROM product_search WHERE id = ANY($2)",
-                &[text, &newest],
-            )
-            .await
-            .map_err(|e| server.driver_error(&e))?
-        };
-        let scores: std::collections::HashMap<ProductId, f64> =
-            scores.iter().map(|r| (r.get(0), r.get::<_, f64>(1))).collect();
-        // ts_rank is higher for a better match; `rank` wants lower, in the newest-first order.
-        let (ranked, cutoff) = rank(newest.iter().map(|id| (*id, -scores.get(id).copied().unwrap_or(0.0))).collect());
-        let older = cutoff.map_or(&[][..], |cutoff| &matches[matches.partition_point(|id| *id >= cutoff)..]);
-        let mut order: Vec<ProductId> = ranked.into_iter().chain(older.iter().copied()).collect();
+        let total = if capped { limit } else { newest.len() as u64 };
+        let mut order = ranked_order(&newest);
         if self.direction == SortDirection::Asc {
             order.reverse();
         }
-        Ok((window(&order, offset, take), total, false))
+        Ok((window(&order, offset, take), total, capped))
+    }
+
+    /// The newest `wanted` matches of a text search (fewer when fewer match), newest first, each
+    /// with its `ts_rank` score. Two ways to find them, whichever reads fewer rows for this query,
+    /// judged from the planner's estimate of its matches ([`Terms::estimate`]):
+    /// - through the prefix index: every match is read, then the newest kept: cheap for a rare
+    ///   word, ~n for a common one, and each match costs a heap page of its own (0.6–1.3 µs at
+    ///   100,000 products on the bench machine);
+    /// - down the newest products, checking each one's words (~0.3 µs a row, the pages in
+    ///   order), until `wanted` matched: ~`wanted` / (the share that matches) rows, cheap for a
+    ///   broad prefix.
+    ///
+    /// Reading every match costs ~`estimate` × 4 c, the walk ~`wanted` × `live` / `estimate` × c
+    /// ([`walks`]: at 100,000 products and a first page, the walk from ~7,100 matches). With
+    /// filters, the planner chooses from the words index and the filters' own ([`Self::lookup`]).
+    async fn newest_matches(
+        &self,
+        server: &ServerCatalog,
+        tx: &Transaction<'_>,
+        wanted: u64,
+    ) -> Result<Vec<(ProductId, f64)>, CatalogError> {
+        let Some(terms) = &self.text else { return Ok(Vec::new()) };
+        let walk = self.filters.is_empty() && walks(terms.estimate, terms.live, wanted);
+        let n = self.next_param();
+        let sql = if walk {
+            format!(
+                "{} ORDER BY p.id DESC LIMIT ${n}",
+                self.matching("p.id, ts_rank(p.search, $1::text::tsquery)::float8", &[], true, Lookup::Vectors)
+            )
+        } else if self.filters.is_empty() {
+            // Only the newest `wanted` are scored, after the sort and the limit: scoring every
+            // match read costs ~0.6 µs each.
+            format!(
+                "SELECT id, ts_rank(search, ${}::text::tsquery)::float8
+                 FROM ({} ORDER BY p.id DESC LIMIT ${n}) AS newest ORDER BY id DESC",
+                n + 1,
+                self.matching("p.id, p.search", &[], true, Lookup::Index)
+            )
+        } else {
+            format!(
+                "{} ORDER BY p.id DESC LIMIT ${n}",
+                self.matching(
+                    &format!("p.id, ts_rank(s.search, ${}::text::tsquery)::float8", n + 1),
+                    &[],
+                    true,
+                    Lookup::Index
+                )
+            )
+        };
+        let wanted = i64::try_from(wanted).unwrap_or(i64::MAX);
+        let prefixes = terms.prefixes.as_str();
+        let more: Vec<&(dyn ToSql + Sync)> = if walk { vec![&wanted] } else { vec![&wanted, &prefixes] };
+        let lookup = if walk { Lookup::Vectors } else { Lookup::Index };
+        let rows = tx.query(&sql, &self.params(lookup, &more)).await.map_err(|e| server.driver_error(&e))?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
     }
 
     /// The ids of a page in a column's order (a text search in relevance order is
@@ -309,56 +420,38 @@ impl Plan {
         self.ids(server, tx, None, &order, false, offset, limit).await
     }
 
-    /// A page of a relevance sort, as [`super::listing`]'s: the newest matches scored and ranked
-    /// here, the older ones (when more matched) from SQL, newest first; `Asc` the exact reverse.
-    async fn ranked_page(
+    /// A page of a relevance sort in `Asc` order when more matched than were read (`newest`, newest
+    /// first): the exact reverse of the `Desc` order, so the older matches come first, oldest
+    /// first, then the ranked ones worst first. The older ones are counted and read from SQL.
+    async fn oldest_first(
         &self,
         server: &ServerCatalog,
         tx: &Transaction<'_>,
+        newest: &[(ProductId, f64)],
         offset: u64,
         limit: u64,
-    ) -> Result<(Vec<ProductId>, Option<u64>), CatalogError> {
-        let cap = i64::from(RANKED_MATCHES) + 1;
-        let sql = format!(
-            "{} ORDER BY p.id DESC LIMIT ${}",
-            self.matching("p.id, ts_rank(p.search, $1::text::tsquery)::float8", &[], true),
-            self.values.len() + 1
-        );
-        let rows = tx.query(&sql, &self.params(&[&cap])).await.map_err(|e| server.driver_error(&e))?;
-        // ts_rank is higher for a better match; `rank` wants lower.
-        let newest: Vec<(ProductId, f64)> = rows.iter().map(|r| (r.get(0), -r.get::<_, f64>(1))).collect();
-        let (ranked, cutoff) = rank(newest);
-        let desc = self.direction == SortDirection::Desc;
-        let ranked: Vec<ProductId> = if desc { ranked } else { ranked.into_iter().rev().collect() };
+    ) -> Result<Vec<ProductId>, CatalogError> {
+        let (ranked, cutoff) = ranked(newest);
+        let ranked: Vec<ProductId> = ranked.into_iter().rev().collect();
         let Some(cutoff) = cutoff else {
-            return Ok((window(&ranked, offset, limit), Some(ranked.len() as u64)));
+            return Ok(window(&ranked, offset, limit));
         };
-        let ranked_len = ranked.len() as u64;
-        let older = Some(cutoff);
-        if desc {
-            let mut ids = window(&ranked, offset, limit);
-            let want = limit - ids.len() as u64;
-            if want > 0 {
-                let skip = offset.saturating_sub(ranked_len);
-                ids.extend(self.ids(server, tx, older, "p.id DESC", true, skip, want).await?);
-            }
-            Ok((ids, None))
+        let total = self.total(server, tx, None).await?;
+        let older_len = total.saturating_sub(ranked.len() as u64);
+        let mut ids = if offset < older_len {
+            self.ids(server, tx, Some(cutoff), "p.id ASC", true, offset, limit).await?
         } else {
-            let total = self.total(server, tx, None).await?;
-            let older_len = total.saturating_sub(ranked_len);
-            let mut ids = if offset < older_len {
-                self.ids(server, tx, older, "p.id ASC", true, offset, limit).await?
-            } else {
-                Vec::new()
-            };
-            let want = limit - ids.len() as u64;
-            ids.extend(window(&ranked, offset.saturating_sub(older_len), want));
-            Ok((ids, Some(total)))
-        }
+            Vec::new()
+        };
+        let want = limit - ids.len() as u64;
+        ids.extend(window(&ranked, offset.saturating_sub(older_len), want));
+        Ok(ids)
     }
 
-    /// The ids of matching rows (older than `older_than`, when given) in `order` (by id only:
-    /// `ids_only`): `skip`, then `take`.
+    /// The ids of matching rows (older than `older_than`, when given) in `order`: `skip`, then
+    /// `take`. In id order only (`by_id`, the older matches of a relevance sort) it is a walk down
+    /// (or up) the products that stops after `skip` + `take` matches, on the search vectors;
+    /// other orders read the matches through the prefix index.
     #[allow(clippy::too_many_arguments)]
     async fn ids(
         &self,
@@ -366,24 +459,51 @@ impl Plan {
         tx: &Transaction<'_>,
         older_than: Option<ProductId>,
         order: &str,
-        ids_only: bool,
+        by_id: bool,
         skip: u64,
         take: u64,
     ) -> Result<Vec<ProductId>, CatalogError> {
-        let n = self.values.len();
-        let older = format!("p.id < ${}", n + 1);
+        let lookup = if by_id { Lookup::Vectors } else { Lookup::Index };
+        let n = self.next_param();
+        let older = format!("p.id < ${n}");
         let extra: Vec<&str> = older_than.iter().map(|_| older.as_str()).collect();
-        let (limit, offset) = (n + 1 + extra.len(), n + 2 + extra.len());
-        let sql =
-            format!("{} ORDER BY {order} LIMIT ${limit} OFFSET ${offset}", self.matching("p.id", &extra, ids_only));
+        let (limit, offset) = (n + extra.len(), n + 1 + extra.len());
+        let sql = format!(
+            "{} ORDER BY {order} LIMIT ${limit} OFFSET ${offset}",
+            self.matching("p.id", &extra, by_id, lookup)
+        );
         let take = i64::try_from(take).unwrap_or(i64::MAX);
         let skip = i64::try_from(skip).unwrap_or(i64::MAX);
         let cutoff = older_than.unwrap_or_default();
         let more: Vec<&(dyn ToSql + Sync)> =
             if older_than.is_some() { vec![&cutoff, &take, &skip] } else { vec![&take, &skip] };
-        let rows = tx.query(&sql, &self.params(&more)).await.map_err(|e| server.driver_error(&e))?;
+        let rows = tx.query(&sql, &self.params(lookup, &more)).await.map_err(|e| server.driver_error(&e))?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
+}
+
+/// Whether [`Plan::newest_matches`] finds the newest `wanted` of about `estimate` matches among
+/// about `live` products by walking down the newest products rather than through the prefix
+/// index: reading every match costs ~4 times a walked row, so the walk wins when `estimate`² >
+/// `wanted` × `live` / 4. Unknown (`live` 0, never analyzed): the index.
+fn walks(estimate: f64, live: f64, wanted: u64) -> bool {
+    live > 0.0 && estimate * estimate > wanted as f64 * live / 4.0
+}
+
+/// [`rank`] of matches read newest first with their scores (`ts_rank`: higher is better): the
+/// newest [`RANKED_MATCHES`] best first, and the oldest ranked id when more were read.
+fn ranked(newest: &[(ProductId, f64)]) -> (Vec<ProductId>, Option<ProductId>) {
+    let ranked_rows = &newest[..newest.len().min(RANKED_MATCHES as usize + 1)];
+    // `rank` wants lower for better.
+    rank(ranked_rows.iter().map(|(id, score)| (*id, -score)).collect())
+}
+
+/// Relevance's `Desc` order of matches read newest first with their scores: the ranked ones
+/// ([`ranked`]), then the older ones, newest first.
+fn ranked_order(newest: &[(ProductId, f64)]) -> Vec<ProductId> {
+    let (ranked, cutoff) = ranked(newest);
+    let older = cutoff.map_or(&[][..], |cutoff| &newest[newest.partition_point(|(id, _)| *id >= cutoff)..]);
+    ranked.into_iter().chain(older.iter().map(|(id, _)| *id)).collect()
 }
 
 /// The ORDER BY of a sort on the server: SQLite's (see `listing::order_by`), text compared in
@@ -444,4 +564,25 @@ async fn summaries(
             }
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_search_walks_when_more_than_about_the_square_root_match() {
+        // 100,000 products, a first page (2,001 wanted): the walk from ~7,100 matches on.
+        assert!(!walks(7_000.0, 100_000.0, 2_001));
+        assert!(walks(7_200.0, 100_000.0, 2_001));
+        assert!(walks(90_000.0, 100_000.0, 2_001));
+        // A rare word never walks, nor does a catalog never analyzed.
+        assert!(!walks(30.0, 100_000.0, 2_001));
+        assert!(!walks(5_000.0, 0.0, 2_001));
+        // Deeper pages want more, so the walk needs more matches.
+        assert!(!walks(7_200.0, 100_000.0, 12_001));
+        // The broad test's two ways (catalog_backends.rs): every one of 2,300 products a match.
+        assert!(!walks(2_300.0, 2_300.0, 10_001));
+        assert!(walks(2_300.0, 2_300.0, 2_001));
+    }
 }
