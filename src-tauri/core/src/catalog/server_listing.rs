@@ -7,7 +7,9 @@
 //! fields of live products, word prefixes, case and accents folded). The user's text is never
 //! query syntax: it is split into words by the same parser that indexed the products, and each
 //! word becomes a prefix term that must match (`'creme':* & 'fraiche':*`), built by the server
-//! itself from the text as a bound parameter.
+//! itself from the text as a bound parameter. The matches are found through pg/0010's prefix
+//! index, where a word of up to 6 characters is one exact key (`'fr'` stands for `'fr':*`), or by
+//! walking down the newest products ([`Plan::newest_matches`]).
 //!
 //! Relevance follows SQLite's rule ([`super::listing::rank`]): `ts_rank` scores at most the
 //! [`RANKED_MATCHES`] newest matches (scoring costs per match, and "re" typed into 100,000
