@@ -246,7 +246,7 @@ async fn every_query_of_the_catalog_table_answers_the_same_on_both_backends() {
             assert_eq!(b.rows, a.rows, "{query:?}: the rows themselves");
         }
     }
-    // A text search counts its matches only so far past the page (10,000 in the app, 2 here), the
+    // A text search counts its matches only so far past the page (2,000 in the app, 2 here), the
     // same on both: "at least" until the page is near the end, then exact.
     let broad = ProductQuery { text: "a".into(), sort: SortKey::Name, limit: 2, ..Default::default() };
     let all = local.query_products(broad.clone()).await.unwrap().total;
