@@ -46,11 +46,13 @@ type Param = Box<dyn ToSql + Sync + Send>;
 ///   a prefix term (`'fr':*`).
 ///
 /// They are bound to the searches as `$1::text::tsquery`, so the planner sees the actual terms.
-/// With them: the planner's estimate of the matches (pg/0010's `pe_match_estimate`) and how
-/// many live products there are (`reltuples`, as of the last ANALYZE), which choose how a search
-/// finds its newest matches ([`Plan::newest_matches`]).
-const TEXT_QUERY: &str = "SELECT t.indexed, t.prefixes, pe_match_estimate(t.indexed::tsquery),
-         (SELECT reltuples::float8 FROM pg_class WHERE oid = 'product_search'::regclass)
+/// With them, when `$2` asks: the planner's estimate of the matches (pg/0010's
+/// `pe_match_estimate`, an EXPLAIN of ~0.3 ms) and how many live products there are
+/// (`reltuples`, as of the last ANALYZE), which choose how a search finds its newest matches
+/// ([`Plan::newest_matches`]).
+const TEXT_QUERY: &str = "SELECT t.indexed, t.prefixes,
+         CASE WHEN $2 THEN pe_match_estimate(t.indexed::tsquery) END,
+         CASE WHEN $2 THEN (SELECT reltuples::float8 FROM pg_class WHERE oid = 'product_search'::regclass) END
     FROM (SELECT to_tsquery('simple', string_agg(quote_literal(word)
                      || CASE WHEN length(word) <= 6 THEN '' ELSE ':*' END, ' & '))::text AS indexed,
                  to_tsquery('simple', string_agg(quote_literal(word) || ':*', ' & '))::text AS prefixes
@@ -193,42 +195,52 @@ struct Plan {
 
 impl Plan {
     async fn new(server: &ServerCatalog, tx: &Cached<'_>, query: &ProductQuery) -> Result<Self, CatalogError> {
-        let mut nothing = false;
-        let text = match fts_query(&query.text) {
-            None => None,
-            Some(_) => {
-                let statement = tx.prepare_cached(TEXT_QUERY).await.map_err(|e| server.driver_error(&e))?;
-                let row = tx.query_one(&statement, &[&query.text]).await.map_err(|e| server.driver_error(&e))?;
-                let terms = row.get::<_, Option<String>>(0).zip(row.get::<_, Option<String>>(1));
-                nothing = terms.is_none();
-                terms.map(|(indexed, prefixes)| Terms {
-                    indexed,
-                    prefixes,
-                    estimate: row.get::<_, Option<f64>>(2).unwrap_or(0.0).max(0.0),
-                    // -1 before the first ANALYZE: unknown, which never walks.
-                    live: row.get::<_, Option<f64>>(3).unwrap_or(0.0).max(0.0),
-                })
-            }
+        // The filters' values follow the text's `$1`, when there is text.
+        let conditions = |first| {
+            filter_conditions(query, first, |n| format!("${n}"), |column, p| format!("lower({column}) = lower({p})"))
         };
-        let mut plan = Plan {
-            values: Vec::new(),
+        let searched = fts_query(&query.text).is_some();
+        let (mut filters, mut values) = conditions(1 + usize::from(searched));
+        let mut nothing = false;
+        let text = if searched {
+            // Only a relevance search without filters may walk (Self::newest_matches): the others
+            // skip the estimate's EXPLAIN.
+            let estimate = query.sort == SortKey::Relevance && filters.is_empty();
+            let statement = tx.prepare_cached(TEXT_QUERY).await.map_err(|e| server.driver_error(&e))?;
+            let row = tx.query_one(&statement, &[&query.text, &estimate]).await.map_err(|e| server.driver_error(&e))?;
+            let terms = row.get::<_, Option<String>>(0).zip(row.get::<_, Option<String>>(1));
+            nothing = terms.is_none();
+            if nothing {
+                // No `$1` after all.
+                (filters, values) = conditions(1);
+            }
+            terms.map(|(indexed, prefixes)| Terms {
+                indexed,
+                prefixes,
+                estimate: row.get::<_, Option<f64>>(2).unwrap_or(0.0).max(0.0),
+                // -1 before the first ANALYZE, NULL when not asked for: unknown, which never walks.
+                live: row.get::<_, Option<f64>>(3).unwrap_or(0.0).max(0.0),
+            })
+        } else {
+            None
+        };
+        let values = values
+            .into_iter()
+            .map(|v| match v {
+                FilterValue::Text(text) => Box::new(text) as Param,
+                FilterValue::Real(real) => Box::new(real) as Param,
+            })
+            .collect();
+        Ok(Plan {
             text,
             nothing,
-            filters: Vec::new(),
+            filters,
+            values,
             sort: query.sort,
             direction: query.direction,
             offset: query.offset,
             limit: query.limit,
-        };
-        let first = usize::from(plan.text.is_some()) + 1;
-        let (filters, values) =
-            filter_conditions(query, first, |n| format!("${n}"), |column, p| format!("lower({column}) = lower({p})"));
-        plan.filters = filters;
-        plan.values.extend(values.into_iter().map(|v| match v {
-            FilterValue::Text(text) => Box::new(text) as Param,
-            FilterValue::Real(real) => Box::new(real) as Param,
-        }));
-        Ok(plan)
+        })
     }
 
     /// `SELECT {select} FROM … WHERE …` of the matching live rows, and `extra` conditions. A text
@@ -376,38 +388,30 @@ impl Plan {
         wanted: u64,
     ) -> Result<Vec<(ProductId, f64)>, CatalogError> {
         let Some(terms) = &self.text else { return Ok(Vec::new()) };
-        let walk = self.filters.is_empty() && walks(terms.estimate, terms.live, wanted);
         let n = self.next_param();
-        let sql = if walk {
-            format!(
+        let limit = i64::try_from(wanted).unwrap_or(i64::MAX);
+        // `p.search` is `product_search`'s vector alone, and `products.search` (the same one)
+        // when joined.
+        let rows = if !self.filters.is_empty() || walks(terms.estimate, terms.live, wanted) {
+            // Scored as they are read, on the search vectors ([`Self::lookup`]).
+            let sql = format!(
                 "{} ORDER BY p.id DESC LIMIT ${n}",
                 self.matching("p.id, ts_rank(p.search, $1::text::tsquery)::float8", &[], true, Lookup::Vectors)
-            )
-        } else if self.filters.is_empty() {
+            );
+            tx.query(&sql, &self.params(Lookup::Vectors, &[&limit])).await
+        } else {
             // Only the newest `wanted` are scored, after the sort and the limit: scoring every
             // match read costs ~0.6 µs each.
-            format!(
+            let sql = format!(
                 "SELECT id, ts_rank(search, ${}::text::tsquery)::float8
                  FROM ({} ORDER BY p.id DESC LIMIT ${n}) AS newest ORDER BY id DESC",
                 n + 1,
                 self.matching("p.id, p.search", &[], true, Lookup::Index)
-            )
-        } else {
-            format!(
-                "{} ORDER BY p.id DESC LIMIT ${n}",
-                self.matching(
-                    &format!("p.id, ts_rank(s.search, ${}::text::tsquery)::float8", n + 1),
-                    &[],
-                    true,
-                    Lookup::Index
-                )
-            )
-        };
-        let wanted = i64::try_from(wanted).unwrap_or(i64::MAX);
-        let prefixes = terms.prefixes.as_str();
-        let more: Vec<&(dyn ToSql + Sync)> = if walk { vec![&wanted] } else { vec![&wanted, &prefixes] };
-        let lookup = if walk { Lookup::Vectors } else { Lookup::Index };
-        let rows = tx.query(&sql, &self.params(lookup, &more)).await.map_err(|e| server.driver_error(&e))?;
+            );
+            let prefixes = terms.prefixes.as_str();
+            tx.query(&sql, &self.params(Lookup::Index, &[&limit, &prefixes])).await
+        }
+        .map_err(|e| server.driver_error(&e))?;
         Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
     }
 
