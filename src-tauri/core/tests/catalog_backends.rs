@@ -18,7 +18,7 @@ use pe_core::catalog::{
     copy, Catalog, CatalogError, ExportFormat, NewPhoto, ProductQuery, RevisionSource, SaveProduct, SortDirection,
     SortKey, UpdateProduct,
 };
-use pe_core::catalog::{AttemptOutcome, AttemptUsage, NewAttempt};
+use pe_core::catalog::{AttemptOutcome, AttemptUsage, NewAttempt, RANKED_MATCHES};
 use pe_core::pricing::Usd;
 use pe_core::product::{FieldSource, Price, Product};
 use pe_core::{Coded, ErrorCode};
@@ -250,7 +250,7 @@ async fn every_query_of_the_catalog_table_answers_the_same_on_both_backends() {
             assert_eq!(b.rows, a.rows, "{query:?}: the rows themselves");
         }
     }
-    // A text search counts its matches only so far past the page (2,000 in the app, 2 here), the
+    // A text search counts its matches only so far past the page (1,000 in the app, 2 here), the
     // same on both: "at least" until the page is near the end, then exact.
     let broad = ProductQuery { text: "a".into(), sort: SortKey::Name, limit: 2, ..Default::default() };
     let all = local.query_products(broad.clone()).await.unwrap().total;
@@ -442,82 +442,101 @@ async fn two_desktops_edit_one_product_and_hear_each_others_changes() {
 
 /// More matches than relevance ranks ([`RANKED_MATCHES`]), on both backends: the newest matches
 /// are ranked and the older ones follow newest first, pages walk one total order in both
-/// directions, and on the server both ways of finding the newest matches page alike: with
-/// every product a match, the count to 10,000 reads them through the prefix index (2,300² <
-/// 10,001 × 2,300 / 4, see `server_listing::walks`), the count to 100 walks down the newest
-/// products (2,001 wanted), and the filtered search reads and scores through the index. The
-/// scores differ between the backends (bm25 and ts_rank), so the ranked part is compared as a
-/// set.
+/// directions, and a count capped past the page pages the same. Product k has id 13k (up to
+/// 16,900), so the matches span five bands of the server's search index (pg/0011, 4,096 ids a
+/// band). On the server every page is read each way a search can find its newest matches
+/// (`SearchWay`, forced), and the way the app chooses (with every product a match: through the
+/// index for the count to 10,000, since 1,300 < 10,001 wanted, and by walking for the count to
+/// 100, see `server_listing::way`); the filtered search reads and scores through the words index.
+/// The scores differ between the backends (bm25 and ts_rank), so the ranked part is compared as
+/// a set.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_broad_search_ranks_the_newest_matches_and_pages_the_same_on_both_backends() {
-    use pe_core::catalog::RANKED_MATCHES;
+    use pe_core::catalog::server::testing::{force_search_way, SearchWay};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("broad.sqlite3");
     let local = Catalog::open(&path).unwrap();
     let n = i64::from(RANKED_MATCHES) + 300;
     // Product n is the best match: its name is the word alone.
-    common::granola_products(&local, n, false).await;
+    common::granola_products_spread(&local, n, false, BROAD_STRIDE).await;
     let url = fresh_database("broad").await;
     copy::copy_catalog(&CatalogUrl::Sqlite(path), &CatalogUrl::parse(&url).unwrap(), &no_env).await.unwrap();
     let server = server_catalog(&url).await;
 
-    let query = |direction, offset, brand: Option<&str>| ProductQuery {
+    broad_pages("SQLite", &local, n).await;
+    for way in [None, Some(SearchWay::Index), Some(SearchWay::Bands), Some(SearchWay::Walk)] {
+        force_search_way(way);
+        let label = format!("server, {way:?}");
+        broad_pages(&label, &server, n).await;
+        // Both backends' older matches, and their totals, are the same page for page.
+        let a = broad_walk(&local, |o| broad_query(SortDirection::Desc, o, None), 100).await;
+        let b = broad_walk(&server, |o| broad_query(SortDirection::Desc, o, None), 100).await;
+        assert_eq!(b.0, a.0, "{label}: the totals each page told");
+        assert_eq!(b.1[RANKED_MATCHES as usize..], a.1[RANKED_MATCHES as usize..], "{label}");
+    }
+    force_search_way(None);
+}
+
+/// Product k's id in the broad test.
+const BROAD_STRIDE: i64 = 13;
+
+fn broad_query(direction: SortDirection, offset: u32, brand: Option<&str>) -> ProductQuery {
+    ProductQuery {
         text: "gran".into(),
         direction,
         offset,
         limit: 333,
         brand: brand.map(Into::into),
         ..Default::default()
-    };
-    // Every page of one order, with the total each page told, counting `cap` past the page.
-    async fn walk(catalog: &Catalog, query: impl Fn(u32) -> ProductQuery, cap: u64) -> (Vec<(u64, bool)>, Vec<i64>) {
-        let (mut totals, mut ids, mut offset) = (Vec::new(), Vec::new(), 0);
-        loop {
-            let page = catalog.query_products_counting(query(offset), cap).await.unwrap();
-            totals.push((page.total, page.total_capped));
-            if page.rows.is_empty() {
-                return (totals, ids);
-            }
-            ids.extend(page.rows.iter().map(|r| r.id));
-            offset += 333;
-        }
     }
+}
+
+/// Every page of one order, with the total each page told, counting `cap` past the page.
+async fn broad_walk(catalog: &Catalog, query: impl Fn(u32) -> ProductQuery, cap: u64) -> (Vec<(u64, bool)>, Vec<i64>) {
+    let (mut totals, mut ids, mut offset) = (Vec::new(), Vec::new(), 0);
+    loop {
+        let page = catalog.query_products_counting(query(offset), cap).await.unwrap();
+        totals.push((page.total, page.total_capped));
+        if page.rows.is_empty() {
+            return (totals, ids);
+        }
+        ids.extend(page.rows.iter().map(|r| r.id));
+        offset += 333;
+    }
+}
+
+/// The broad test's pages on one catalog of `n` granolas.
+async fn broad_pages(label: &str, catalog: &Catalog, n: i64) {
+    let id = |k: i64| k * BROAD_STRIDE;
     let cutoff = n - i64::from(RANKED_MATCHES) + 1;
-    for (label, catalog) in [("SQLite", &local), ("server", &server)] {
-        let (totals, best_first) = walk(catalog, |o| query(SortDirection::Desc, o, None), 10_000).await;
-        assert!(totals.iter().all(|t| *t == (n as u64, false)), "{label}: {totals:?}");
-        let mut ranked = best_first[..RANKED_MATCHES as usize].to_vec();
-        assert_eq!(ranked[0], n, "{label}: the best match first");
-        ranked.sort_unstable();
-        assert_eq!(ranked, (cutoff..=n).collect::<Vec<_>>(), "{label}: the newest matches are the ranked ones");
-        let older = &best_first[RANKED_MATCHES as usize..];
-        assert_eq!(older, (1..cutoff).rev().collect::<Vec<_>>(), "{label}: then the older ones, newest first");
-        for offset in [0, 1990, 2250] {
-            let rows = catalog.search_products("gran", offset, 50).await.unwrap();
-            let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
-            assert_eq!(ids, best_first[offset as usize..offset as usize + 50], "{label}: search_products at {offset}");
-        }
-        let (_, worst_first) = walk(catalog, |o| query(SortDirection::Asc, o, None), 10_000).await;
-        assert_eq!(worst_first, best_first.iter().rev().copied().collect::<Vec<_>>(), "{label}: ascending");
-        // A count capped 100 past the page: "at least" on every page but the last ones, and the
-        // same pages.
-        let (capped_totals, capped) = walk(catalog, |o| query(SortDirection::Desc, o, None), 100).await;
-        assert_eq!(capped, best_first, "{label}: the pages of a capped count");
-        assert_eq!(capped_totals[0], (100, true), "{label}");
-        assert_eq!(*capped_totals.last().unwrap(), (n as u64, false), "{label}");
-        let (_, capped_asc) = walk(catalog, |o| query(SortDirection::Asc, o, None), 100).await;
-        assert_eq!(capped_asc, worst_first, "{label}: ascending, capped");
-        // A filter narrows the matches to fewer than are ranked: all of them ranked, the best first.
-        let (totals, even) = walk(catalog, |o| query(SortDirection::Desc, o, Some("even")), 10_000).await;
-        assert_eq!(totals[0], (n as u64 / 2, false), "{label}");
-        assert_eq!(even[0], n, "{label}");
-        let mut sorted = even.clone();
-        sorted.sort_unstable();
-        assert_eq!(sorted, (1..=n).filter(|id| id % 2 == 0).collect::<Vec<_>>(), "{label}: every even match once");
+    let (totals, best_first) = broad_walk(catalog, |o| broad_query(SortDirection::Desc, o, None), 10_000).await;
+    assert!(totals.iter().all(|t| *t == (n as u64, false)), "{label}: {totals:?}");
+    let mut ranked = best_first[..RANKED_MATCHES as usize].to_vec();
+    assert_eq!(ranked[0], id(n), "{label}: the best match first");
+    ranked.sort_unstable();
+    assert_eq!(ranked, (cutoff..=n).map(id).collect::<Vec<_>>(), "{label}: the newest matches are the ranked ones");
+    let older = &best_first[RANKED_MATCHES as usize..];
+    assert_eq!(older, (1..cutoff).rev().map(id).collect::<Vec<_>>(), "{label}: then the older ones, newest first");
+    for offset in [0, RANKED_MATCHES - 10, n as u32 - 50] {
+        let rows = catalog.search_products("gran", offset, 50).await.unwrap();
+        let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+        assert_eq!(ids, best_first[offset as usize..offset as usize + 50], "{label}: search_products at {offset}");
     }
-    // Both backends' older matches, and their totals, are the same page for page.
-    let a = walk(&local, |o| query(SortDirection::Desc, o, None), 100).await;
-    let b = walk(&server, |o| query(SortDirection::Desc, o, None), 100).await;
-    assert_eq!(b.0, a.0, "the totals each page told");
-    assert_eq!(b.1[RANKED_MATCHES as usize..], a.1[RANKED_MATCHES as usize..]);
+    let (_, worst_first) = broad_walk(catalog, |o| broad_query(SortDirection::Asc, o, None), 10_000).await;
+    assert_eq!(worst_first, best_first.iter().rev().copied().collect::<Vec<_>>(), "{label}: ascending");
+    // A count capped 100 past the page: "at least" on every page but the last ones, and the
+    // same pages.
+    let (capped_totals, capped) = broad_walk(catalog, |o| broad_query(SortDirection::Desc, o, None), 100).await;
+    assert_eq!(capped, best_first, "{label}: the pages of a capped count");
+    assert_eq!(capped_totals[0], (100, true), "{label}");
+    assert_eq!(*capped_totals.last().unwrap(), (n as u64, false), "{label}");
+    let (_, capped_asc) = broad_walk(catalog, |o| broad_query(SortDirection::Asc, o, None), 100).await;
+    assert_eq!(capped_asc, worst_first, "{label}: ascending, capped");
+    // A filter narrows the matches to fewer than are ranked: all of them ranked, the best first.
+    let (totals, even) = broad_walk(catalog, |o| broad_query(SortDirection::Desc, o, Some("even")), 10_000).await;
+    assert_eq!(totals[0], (n as u64 / 2, false), "{label}");
+    assert_eq!(even[0], id(n), "{label}");
+    let mut sorted = even.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (1..=n).filter(|k| k % 2 == 0).map(id).collect::<Vec<_>>(), "{label}: every even match once");
 }

@@ -10,7 +10,7 @@ export type ProductPage = {
  */
 total: number, 
 /**
- * A text search stopped counting 2,000 (`TOTAL_CAP`) matches past the
- * page: more match ("2,000+"), and a page further on counts further.
+ * A text search stopped counting 1,000 (`TOTAL_CAP`) matches past the
+ * page: more match ("1,000+"), and a page further on counts further.
  */
 total_capped: boolean, rows: Array<ProductSummary>, };

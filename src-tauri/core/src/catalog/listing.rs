@@ -32,14 +32,19 @@ use crate::product::Price;
 /// bm25 weights per `products_fts` column (name, brand, category, description, attributes).
 const RANK: &str = "bm25(products_fts, 10.0, 4.0, 2.0, 1.0, 1.0)";
 
-/// How many matches of a text search relevance ranks at most (see the module docs).
-pub const RANKED_MATCHES: u32 = 2_000;
+/// How many matches of a text search relevance ranks at most (see the module docs). 1,000, as
+/// far as Meilisearch (`maxTotalHits`) and Algolia (`paginationLimitedTo`) rank and page by
+/// default: a search that matches more is too broad for the order past the first pages to matter,
+/// and the list still holds every match. It was 2,000 until issue 13: every broad search reads
+/// this many matches and their search vectors, and at 2,000 the server's search missed its 10 ms
+/// (BENCHMARKS.md, run 8: p95 10.6–10.9 ms at 2,000, 7.7–8.4 ms at 1,000).
+pub const RANKED_MATCHES: u32 = 1_000;
 
 /// How far past the page's offset a text search counts its matches: more, and the page says "at
 /// least" ([`ProductPage::total_capped`]), as search engines do (Elasticsearch's
 /// `track_total_hits` stops at 10,000, Meilisearch's estimated total at 1,000). As many as
 /// relevance ranks: the first page's count, ranking and rows come from one read of the newest
-/// 2,001 matches, and a broad search costs that read, not its matches. Counting to 10,000 (until
+/// 1,001 matches, and a broad search costs that read, not its matches. Counting to 10,000 (until
 /// issue 13) read up to 10,001 matches on every broad search; on the server each costs a heap
 /// page (~0.6 µs at 100,000 products), which alone took a search past its 10 ms (BENCHMARKS.md,
 /// run 7). A list that scrolls on learns more from each page.

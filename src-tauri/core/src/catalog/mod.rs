@@ -431,14 +431,14 @@ impl Catalog {
 
     /// One page of the catalog table and how many live products match in all (see
     /// [`ProductQuery`]): the text search of [`Self::search_products`], the filters, the sort.
-    /// Deleted products never appear. A text search counts its matches up to 2,000 past the page
+    /// Deleted products never appear. A text search counts its matches up to 1,000 past the page
     /// ([`ProductPage::total_capped`]).
     pub async fn query_products(&self, query: ProductQuery) -> Result<ProductPage, CatalogError> {
         self.query_products_counting(query, listing::TOTAL_CAP).await
     }
 
     /// [`Self::query_products`] counting a text search's matches up to `cap` past the page (the
-    /// tests' small cap; the app's is 2,000).
+    /// tests' small cap; the app's is 1,000).
     #[doc(hidden)]
     pub async fn query_products_counting(&self, query: ProductQuery, cap: u64) -> Result<ProductPage, CatalogError> {
         if let Some(server) = self.server() {

@@ -344,7 +344,7 @@ impl Default for ProductQuery {
 #[ts(export)]
 pub enum SortKey {
     /// Best match first (`Desc`) when the query has words to search, equal scores newer product
-    /// first; otherwise like `Updated`. A search matching more than `RANKED_MATCHES` (2,000)
+    /// first; otherwise like `Updated`. A search matching more than `RANKED_MATCHES` (1,000)
     /// products ranks the newest that many; the others follow, newest first.
     #[default]
     Relevance,
@@ -376,8 +376,8 @@ pub struct ProductPage {
     /// How many live products match, on every page; with `total_capped`, at least this many.
     #[ts(type = "number")]
     pub total: u64,
-    /// A text search stopped counting 2,000 (`TOTAL_CAP`) matches past the
-    /// page: more match ("2,000+"), and a page further on counts further.
+    /// A text search stopped counting 1,000 (`TOTAL_CAP`) matches past the
+    /// page: more match ("1,000+"), and a page further on counts further.
     #[serde(default)]
     pub total_capped: bool,
     pub rows: Vec<ProductSummary>,

@@ -55,6 +55,7 @@ pub const SERVER_MIGRATIONS: &[Migration] = &[
         name: "pg/0010_search_prefixes",
         sql: include_str!("migrations/pg/0010_search_prefixes.sql"),
     },
+    Migration { version: 11, name: "pg/0011_search_bands", sql: include_str!("migrations/pg/0011_search_bands.sql") },
 ];
 
 /// The server schema version this build writes.
@@ -825,6 +826,15 @@ impl ServerCatalog {
 #[doc(hidden)]
 pub mod testing {
     use std::sync::atomic::{AtomicU32, Ordering};
+
+    pub use super::super::server_listing::SearchWay;
+
+    /// Makes every search without filters on every server catalog of this process find its
+    /// newest matches `way` (None: the cheapest, as the app does). The ways find the same
+    /// matches, so forcing one changes no other test's results, only how they are read.
+    pub fn force_search_way(way: Option<SearchWay>) {
+        super::super::server_listing::force_way(way);
+    }
 
     /// `PRODUCT_EXTRACTOR_TEST_PG_URL`, set by `scripts/with-postgres`.
     pub const ENV_TEST_URL: &str = "PRODUCT_EXTRACTOR_TEST_PG_URL";

@@ -7,9 +7,10 @@
 //! fields of live products, word prefixes, case and accents folded). The user's text is never
 //! query syntax: it is split into words by the same parser that indexed the products, and each
 //! word becomes a prefix term that must match (`'creme':* & 'fraiche':*`), built by the server
-//! itself from the text as a bound parameter. The matches are found through pg/0010's prefix
-//! index, where a word of up to 6 characters is one exact key (`'fr'` stands for `'fr':*`), or by
-//! walking down the newest products ([`Plan::newest_matches`]).
+//! itself from the text as a bound parameter. The matches are found through the search index
+//! (pg/0010, pg/0011), where a word of up to 6 characters is one exact key (`'fr'` stands for
+//! `'fr':*`): every match at once, or band by band from the newest products; or by walking down
+//! the newest products ([`Plan::newest_matches`], [`way`]).
 //!
 //! Relevance follows SQLite's rule ([`super::listing::rank`]): `ts_rank` scores at most the
 //! [`RANKED_MATCHES`] newest matches (scoring costs per match, and "re" typed into 100,000
@@ -19,6 +20,8 @@
 //! # Sorts
 //! The same keys, directions and tie-breaks as SQLite; text sorts compare `lower(…)` (pg/0001's
 //! `products_live_by_*` indexes), rows without the value last both ways.
+
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{IsolationLevel, Transaction};
@@ -40,8 +43,8 @@ type Param = Box<dyn ToSql + Sync + Send>;
 /// The user's words as tsqueries (NULL without a word), built by the server from the text (`$1`)
 /// with the parser that indexed the products: every word a prefix term that must match. Two
 /// spellings of the same query:
-/// - for the prefix index (pg/0010: every word under its prefixes of 1 to 6 characters too), a
-///   word of up to 6 characters is an exact term (`'fr'`), a longer one a prefix term;
+/// - for the search index (pg/0010, pg/0011: every word under its prefixes of 1 to 6 characters
+///   too), a word of up to 6 characters is an exact term (`'fr'`), a longer one a prefix term;
 /// - for the search vectors themselves (ranking, and a walk down the newest products), every word
 ///   a prefix term (`'fr':*`).
 ///
@@ -61,8 +64,11 @@ const TEXT_QUERY: &str = "SELECT t.indexed, t.prefixes,
 /// How a statement finds the matches of a text search.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Lookup {
-    /// Through the prefix index (pg/0010), `$1` being [`Terms::indexed`]: a read of every match.
+    /// Through the search index (pg/0011), `$1` being [`Terms::indexed`]: a read of every match.
     Index,
+    /// Through the search index, the matches of one band of ids (`b.band`, pg/0011), `$1` being
+    /// [`Terms::indexed`].
+    Band,
     /// Row by row on the search vectors, `$1` being [`Terms::prefixes`]: a walk down the products
     /// in id order that stops after a few thousand matches, and ranking.
     Vectors,
@@ -251,9 +257,14 @@ impl Plan {
     fn matching(&self, select: &str, extra: &[&str], ids_only: bool, lookup: Lookup) -> String {
         let mut conditions: Vec<&str> = Vec::new();
         let (alone, joined) = match self.lookup(lookup) {
-            Lookup::Index => {
-                ("pe_prefixes(p.search) @@ $1::text::tsquery", "pe_prefixes(s.search) @@ $1::text::tsquery")
-            }
+            Lookup::Index => (
+                "pe_search_keys(p.search, p.id) @@ $1::text::tsquery",
+                "pe_search_keys(s.search, s.id) @@ $1::text::tsquery",
+            ),
+            Lookup::Band => (
+                "pe_search_keys(p.search, p.id) @@ ($1::text::tsquery && quote_literal(pe_search_band_key(b.band))::tsquery)",
+                "pe_search_keys(s.search, s.id) @@ ($1::text::tsquery && quote_literal(pe_search_band_key(b.band))::tsquery)",
+            ),
             Lookup::Vectors => ("p.search @@ $1::text::tsquery", "s.search @@ $1::text::tsquery"),
         };
         let from = match (&self.text, self.filters.is_empty() && ids_only) {
@@ -281,7 +292,7 @@ impl Plan {
     /// How a statement that would read the matches `lookup`'s way finds them: with filters, always
     /// on the search vectors, so that the planner may start from a filter's index (a brand's few
     /// hundred products) and check each one's words, ~0.3 µs a row, or take pg/0005's words index:
-    /// the prefix index's expression costs ~17 µs a row wherever it is checked outside the index
+    /// the search index's expression costs ~17 µs a row wherever it is checked outside the index
     /// (a search with a brand took 13 ms through it against 3 ms this way).
     fn lookup(&self, lookup: Lookup) -> Lookup {
         if self.filters.is_empty() {
@@ -295,7 +306,7 @@ impl Plan {
     /// values, then `more`.
     fn params<'a>(&'a self, lookup: Lookup, more: &'a [&'a (dyn ToSql + Sync)]) -> Vec<&'a (dyn ToSql + Sync)> {
         let text = self.text.as_ref().map(|terms| match self.lookup(lookup) {
-            Lookup::Index => &terms.indexed as &(dyn ToSql + Sync),
+            Lookup::Index | Lookup::Band => &terms.indexed as &(dyn ToSql + Sync),
             Lookup::Vectors => &terms.prefixes as &(dyn ToSql + Sync),
         });
         text.into_iter()
@@ -369,18 +380,23 @@ impl Plan {
     }
 
     /// The newest `wanted` matches of a text search (fewer when fewer match), newest first, each
-    /// with its `ts_rank` score. Two ways to find them, whichever reads fewer rows for this query,
-    /// judged from the planner's estimate of its matches ([`Terms::estimate`]):
-    /// - through the prefix index: every match is read, then the newest kept: cheap for a rare
-    ///   word, ~n for a common one, and each match costs a heap page of its own (0.6–1.3 µs at
+    /// with its `ts_rank` score, found the [`way`] that costs least for this query, judged from
+    /// the planner's estimate of its matches ([`Terms::estimate`]):
+    /// - [`SearchWay::Index`]: every match is read through the search index, then the newest
+    ///   kept: cheap for a rare word, and each match costs a heap page of its own (~1 µs at
     ///   100,000 products on the bench machine);
-    /// - down the newest products, checking each one's words (~0.3 µs a row, the pages in
-    ///   order), until `wanted` matched: ~`wanted` / (the share that matches) rows, cheap for a
-    ///   broad prefix.
+    /// - [`SearchWay::Bands`]: the same, one band of 4,096 ids at a time from the newest
+    ///   (pg/0011), until `wanted` matched: ~`wanted` matches read, and the bands' lists of ids
+    ///   decoded in the index (~0.07 µs an id);
+    /// - [`SearchWay::Walk`]: down the newest products, checking each one's words (~0.25 µs a row,
+    ///   the pages in order), until `wanted` matched: cheap when most products match.
     ///
-    /// Reading every match costs ~`estimate` × 4 c, the walk ~`wanted` × `live` / `estimate` × c
-    /// ([`walks`]: at 100,000 products and a first page, the walk from ~7,100 matches). With
-    /// filters, the planner chooses from the words index and the filters' own ([`Self::lookup`]).
+    /// With filters, the planner chooses from the words index and the filters' own
+    /// ([`Self::lookup`]), on a statement of the walk's shape.
+    ///
+    /// The bands' statement reads the bands in `generate_series`' order and stops at the LIMIT:
+    /// a LATERAL subquery that refers to the band runs as a nested loop driven by the function
+    /// scan, the only plan PostgreSQL has for it, which yields each band's rows in its ORDER BY.
     async fn newest_matches(
         &self,
         server: &ServerCatalog,
@@ -390,26 +406,47 @@ impl Plan {
         let Some(terms) = &self.text else { return Ok(Vec::new()) };
         let n = self.next_param();
         let limit = i64::try_from(wanted).unwrap_or(i64::MAX);
-        // `p.search` is `product_search`'s vector alone, and `products.search` (the same one)
-        // when joined.
-        let rows = if !self.filters.is_empty() || walks(terms.estimate, terms.live, wanted) {
-            // Scored as they are read, on the search vectors ([`Self::lookup`]).
-            let sql = format!(
-                "{} ORDER BY p.id DESC LIMIT ${n}",
-                self.matching("p.id, ts_rank(p.search, $1::text::tsquery)::float8", &[], true, Lookup::Vectors)
-            );
-            tx.query(&sql, &self.params(Lookup::Vectors, &[&limit])).await
+        let way = if self.filters.is_empty() {
+            forced_way().unwrap_or_else(|| way(terms.estimate, terms.live, wanted))
         } else {
-            // Only the newest `wanted` are scored, after the sort and the limit: scoring every
-            // match read costs ~0.6 µs each.
-            let sql = format!(
-                "SELECT id, ts_rank(search, ${}::text::tsquery)::float8
-                 FROM ({} ORDER BY p.id DESC LIMIT ${n}) AS newest ORDER BY id DESC",
-                n + 1,
-                self.matching("p.id, p.search", &[], true, Lookup::Index)
-            );
-            let prefixes = terms.prefixes.as_str();
-            tx.query(&sql, &self.params(Lookup::Index, &[&limit, &prefixes])).await
+            SearchWay::Walk
+        };
+        let prefixes = terms.prefixes.as_str();
+        // `p.search` is `product_search`'s vector alone, and `products.search` (the same one)
+        // when joined. The index's ways score only the newest `wanted`, after the limit: scoring
+        // every match read costs ~0.6 µs each.
+        let rows = match way {
+            SearchWay::Walk => {
+                // Scored as they are read, on the search vectors ([`Self::lookup`]).
+                let sql = format!(
+                    "{} ORDER BY p.id DESC LIMIT ${n}",
+                    self.matching("p.id, ts_rank(p.search, $1::text::tsquery)::float8", &[], true, Lookup::Vectors)
+                );
+                tx.query(&sql, &self.params(Lookup::Vectors, &[&limit])).await
+            }
+            SearchWay::Index => {
+                let sql = format!(
+                    "SELECT id, ts_rank(search, ${}::text::tsquery)::float8
+                     FROM ({} ORDER BY p.id DESC LIMIT ${n}) AS newest ORDER BY id DESC",
+                    n + 1,
+                    self.matching("p.id, p.search", &[], true, Lookup::Index)
+                );
+                tx.query(&sql, &self.params(Lookup::Index, &[&limit, &prefixes])).await
+            }
+            SearchWay::Bands => {
+                let sql = format!(
+                    "SELECT id, ts_rank(search, ${}::text::tsquery)::float8
+                     FROM (SELECT band.id, band.search
+                           FROM generate_series(pe_search_band((SELECT max(id) FROM product_search)), 0, -1)
+                                AS b (band)
+                           CROSS JOIN LATERAL ({} ORDER BY p.id DESC) AS band
+                           LIMIT ${n}) AS newest
+                     ORDER BY id DESC",
+                    n + 1,
+                    self.matching("p.id, p.search", &[], true, Lookup::Band)
+                );
+                tx.query(&sql, &self.params(Lookup::Band, &[&limit, &prefixes])).await
+            }
         }
         .map_err(|e| server.driver_error(&e))?;
         Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
@@ -488,12 +525,60 @@ impl Plan {
     }
 }
 
-/// Whether [`Plan::newest_matches`] finds the newest `wanted` of about `estimate` matches among
-/// about `live` products by walking down the newest products rather than through the prefix
-/// index: reading every match costs ~4 times a walked row, so the walk wins when `estimate`² >
-/// `wanted` × `live` / 4. Unknown (`live` 0, never analyzed): the index.
-fn walks(estimate: f64, live: f64, wanted: u64) -> bool {
-    live > 0.0 && estimate * estimate > wanted as f64 * live / 4.0
+/// How [`Plan::newest_matches`] finds the newest matches of a search without filters.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SearchWay {
+    /// Every match, through the search index.
+    Index,
+    /// Band by band from the newest, through the search index.
+    Bands,
+    /// Down the newest products, checking each one's words.
+    Walk,
+}
+
+/// What each way costs per unit, in µs as measured with pgbench on the bench's 100,000-product
+/// catalog (BENCHMARKS.md, run 8): a match read through the index (its heap page, its row, the
+/// sort), an id of a band's list decoded by GIN, a row checked on a walk.
+const MATCH_READ: f64 = 1.0;
+const ID_DECODED: f64 = 0.07;
+const ROW_WALKED: f64 = 0.25;
+
+/// The cheapest way to find the newest `wanted` of about `estimate` matches among about `live`
+/// products, the matches taken as spread evenly over the ids: the newest `wanted` × `live` /
+/// `estimate` products hold them. Every match is read when fewer than `wanted` match or `live`
+/// is unknown (0: never analyzed). At 100,000 products and a first page (1,001 wanted): the index
+/// up to ~3,200 matches, the bands up to ~18,000, then the walk.
+fn way(estimate: f64, live: f64, wanted: u64) -> SearchWay {
+    let wanted = wanted as f64;
+    if live <= 0.0 || estimate <= wanted {
+        return SearchWay::Index;
+    }
+    let spanned = wanted * live / estimate;
+    let costs = [
+        (estimate * MATCH_READ, SearchWay::Index),
+        (spanned * ID_DECODED + wanted * MATCH_READ, SearchWay::Bands),
+        (spanned * ROW_WALKED, SearchWay::Walk),
+    ];
+    costs.into_iter().min_by(|a, b| a.0.total_cmp(&b.0)).map_or(SearchWay::Index, |(_, way)| way)
+}
+
+/// The way the tests force on every search without filters
+/// ([`super::server::testing::force_search_way`]): 0 for none, else a [`SearchWay`] + 1. Every
+/// way finds the same matches, so a test forcing one cannot change another test's results.
+static FORCED_WAY: AtomicU8 = AtomicU8::new(0);
+
+pub(super) fn force_way(way: Option<SearchWay>) {
+    FORCED_WAY.store(way.map_or(0, |way| way as u8 + 1), Ordering::Relaxed);
+}
+
+fn forced_way() -> Option<SearchWay> {
+    match FORCED_WAY.load(Ordering::Relaxed) {
+        1 => Some(SearchWay::Index),
+        2 => Some(SearchWay::Bands),
+        3 => Some(SearchWay::Walk),
+        _ => None,
+    }
 }
 
 /// [`rank`] of matches read newest first with their scores (`ts_rank`: higher is better): the
@@ -577,18 +662,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_search_walks_when_more_than_about_the_square_root_match() {
-        // 100,000 products, a first page (2,001 wanted): the walk from ~7,100 matches on.
-        assert!(!walks(7_000.0, 100_000.0, 2_001));
-        assert!(walks(7_200.0, 100_000.0, 2_001));
-        assert!(walks(90_000.0, 100_000.0, 2_001));
-        // A rare word never walks, nor does a catalog never analyzed.
-        assert!(!walks(30.0, 100_000.0, 2_001));
-        assert!(!walks(5_000.0, 0.0, 2_001));
-        // Deeper pages want more, so the walk needs more matches.
-        assert!(!walks(7_200.0, 100_000.0, 12_001));
-        // The broad test's two ways (catalog_backends.rs): every one of 2,300 products a match.
-        assert!(!walks(2_300.0, 2_300.0, 10_001));
-        assert!(walks(2_300.0, 2_300.0, 2_001));
+    fn a_search_takes_the_cheapest_way_for_its_share_of_matches() {
+        use SearchWay::*;
+        // 100,000 products, a first page (1,001 wanted).
+        let at_100k = |estimate| way(estimate, 100_000.0, 1_001);
+        assert_eq!(at_100k(30.0), Index, "a rare word");
+        assert_eq!(at_100k(2_500.0), Index);
+        assert_eq!(at_100k(3_100.0), Index);
+        assert_eq!(at_100k(3_300.0), Bands);
+        assert_eq!(at_100k(9_000.0), Bands);
+        assert_eq!(at_100k(17_500.0), Bands);
+        assert_eq!(at_100k(18_500.0), Walk);
+        assert_eq!(at_100k(90_000.0), Walk, "most products");
+        // Fewer matches than wanted, or a catalog never analyzed: every match.
+        assert_eq!(way(900.0, 100_000.0, 1_001), Index);
+        assert_eq!(way(5_000.0, 0.0, 1_001), Index);
+        // Deeper pages want more, so the bands and the walk need more matches.
+        assert_eq!(way(9_000.0, 100_000.0, 11_001), Index);
+        assert_eq!(way(25_000.0, 100_000.0, 11_001), Walk);
+        // The broad test's ways (catalog_backends.rs): every one of 1,300 products a match.
+        assert_eq!(way(1_300.0, 1_300.0, 10_001), Index);
+        assert_eq!(way(1_300.0, 1_300.0, 1_001), Walk);
     }
 }

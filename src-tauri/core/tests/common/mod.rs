@@ -34,15 +34,22 @@ pub fn photo(n: u32) -> NewPhoto {
 
 /// Products 1..=`n`, each with its photo, all matching "gran": product `n` (and product 1 when
 /// `best_first_too`) named "Granola" alone, the best matches; the others "Granola with oats and
-/// honey {id}". Brand "Even" or "Odd" by id; ids, photos and times are the product's number.
+/// honey {k}". Brand "Even" or "Odd" by number; ids, photos and times are the product's number.
 pub async fn granola_products(catalog: &Catalog, n: i64, best_first_too: bool) {
+    granola_products_spread(catalog, n, best_first_too, 1).await
+}
+
+/// [`granola_products`] with product k's id (and its photo's, and its times) k × `stride`: the
+/// ids spread over more bands of the server's search index (4,096 ids each, pg/0011).
+pub async fn granola_products_spread(catalog: &Catalog, n: i64, best_first_too: bool, stride: i64) {
     catalog
         .with_connection(move |conn| {
             let tx = conn.transaction()?;
-            for id in 1..=n {
-                let best = id == n || (best_first_too && id == 1);
-                let name = if best { "Granola".to_string() } else { format!("Granola with oats and honey {id}") };
-                let brand = if id % 2 == 0 { "Even" } else { "Odd" };
+            for k in 1..=n {
+                let id = k * stride;
+                let best = k == n || (best_first_too && k == 1);
+                let name = if best { "Granola".to_string() } else { format!("Granola with oats and honey {k}") };
+                let brand = if k % 2 == 0 { "Even" } else { "Odd" };
                 tx.execute(
                     "INSERT INTO photos (id, sha256, original_path, file_bytes, width, height, format, thumbnail_jpeg,
                                          first_seen_at, last_seen_at)
