@@ -23,7 +23,7 @@
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use tokio_postgres::types::ToSql;
+use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{IsolationLevel, Transaction};
 
 use super::listing::{
@@ -37,8 +37,13 @@ use crate::product::Price;
 /// A read transaction whose fixed statements are prepared once per connection.
 type Cached<'c> = deadpool_postgres::Transaction<'c>;
 
-/// A bound parameter.
-type Param = Box<dyn ToSql + Sync + Send>;
+/// A bound parameter and its type.
+type Param = (Box<dyn ToSql + Sync + Send>, Type);
+
+/// A parameter of a statement sent with its types ([`Transaction::query_typed`]): parsed, bound
+/// and run in one round trip, where a statement prepared first takes two (and is planned for the
+/// values all the same: the unnamed statement is planned when bound).
+type Typed<'a> = (&'a (dyn ToSql + Sync), Type);
 
 /// The user's words as tsqueries (NULL without a word), built by the server from the text (`$1`)
 /// with the parser that indexed the products: every word a prefix term that must match. Two
@@ -233,8 +238,8 @@ impl Plan {
         let values = values
             .into_iter()
             .map(|v| match v {
-                FilterValue::Text(text) => Box::new(text) as Param,
-                FilterValue::Real(real) => Box::new(real) as Param,
+                FilterValue::Text(text) => (Box::new(text) as Box<dyn ToSql + Sync + Send>, Type::TEXT),
+                FilterValue::Real(real) => (Box::new(real) as Box<dyn ToSql + Sync + Send>, Type::FLOAT8),
             })
             .collect();
         Ok(Plan {
@@ -302,16 +307,16 @@ impl Plan {
         }
     }
 
-    /// The statement's parameters: the text in `lookup`'s form ([`Self::lookup`]), the filters'
-    /// values, then `more`.
-    fn params<'a>(&'a self, lookup: Lookup, more: &'a [&'a (dyn ToSql + Sync)]) -> Vec<&'a (dyn ToSql + Sync)> {
+    /// The statement's parameters with their types: the text in `lookup`'s form
+    /// ([`Self::lookup`]), the filters' values, then `more`.
+    fn params<'a>(&'a self, lookup: Lookup, more: &[Typed<'a>]) -> Vec<Typed<'a>> {
         let text = self.text.as_ref().map(|terms| match self.lookup(lookup) {
-            Lookup::Index | Lookup::Band => &terms.indexed as &(dyn ToSql + Sync),
-            Lookup::Vectors => &terms.prefixes as &(dyn ToSql + Sync),
+            Lookup::Index | Lookup::Band => (&terms.indexed as &(dyn ToSql + Sync), Type::TEXT),
+            Lookup::Vectors => (&terms.prefixes as &(dyn ToSql + Sync), Type::TEXT),
         });
         text.into_iter()
-            .chain(self.values.iter().map(|v| v.as_ref() as &(dyn ToSql + Sync)))
-            .chain(more.iter().copied())
+            .chain(self.values.iter().map(|(v, t)| (v.as_ref() as &(dyn ToSql + Sync), t.clone())))
+            .chain(more.iter().cloned())
             .collect()
     }
 
@@ -337,7 +342,8 @@ impl Plan {
             }
             None => self.matching("count(*)", &[], true, Lookup::Index),
         };
-        let row = tx.query_one(&sql, &self.params(Lookup::Index, &[])).await.map_err(|e| server.driver_error(&e))?;
+        let row =
+            tx.query_typed_one(&sql, &self.params(Lookup::Index, &[])).await.map_err(|e| server.driver_error(&e))?;
         Ok(count(row.get(0)))
     }
 
@@ -422,7 +428,7 @@ impl Plan {
                     "{} ORDER BY p.id DESC LIMIT ${n}",
                     self.matching("p.id, ts_rank(p.search, $1::text::tsquery)::float8", &[], true, Lookup::Vectors)
                 );
-                tx.query(&sql, &self.params(Lookup::Vectors, &[&limit])).await
+                tx.query_typed(&sql, &self.params(Lookup::Vectors, &[int(&limit)])).await
             }
             SearchWay::Index => {
                 let sql = format!(
@@ -431,7 +437,8 @@ impl Plan {
                     n + 1,
                     self.matching("p.id, p.search", &[], true, Lookup::Index)
                 );
-                tx.query(&sql, &self.params(Lookup::Index, &[&limit, &prefixes])).await
+                let more = [int(&limit), (&prefixes, Type::TEXT)];
+                tx.query_typed(&sql, &self.params(Lookup::Index, &more)).await
             }
             SearchWay::Bands => {
                 let sql = format!(
@@ -445,7 +452,8 @@ impl Plan {
                     n + 1,
                     self.matching("p.id, p.search", &[], true, Lookup::Band)
                 );
-                tx.query(&sql, &self.params(Lookup::Band, &[&limit, &prefixes])).await
+                let more = [int(&limit), (&prefixes, Type::TEXT)];
+                tx.query_typed(&sql, &self.params(Lookup::Band, &more)).await
             }
         }
         .map_err(|e| server.driver_error(&e))?;
@@ -518,9 +526,9 @@ impl Plan {
         let take = i64::try_from(take).unwrap_or(i64::MAX);
         let skip = i64::try_from(skip).unwrap_or(i64::MAX);
         let cutoff = older_than.unwrap_or_default();
-        let more: Vec<&(dyn ToSql + Sync)> =
-            if older_than.is_some() { vec![&cutoff, &take, &skip] } else { vec![&take, &skip] };
-        let rows = tx.query(&sql, &self.params(lookup, &more)).await.map_err(|e| server.driver_error(&e))?;
+        let (take, skip, cutoff) = (int(&take), int(&skip), int(&cutoff));
+        let more: Vec<Typed> = if older_than.is_some() { vec![cutoff, take, skip] } else { vec![take, skip] };
+        let rows = tx.query_typed(&sql, &self.params(lookup, &more)).await.map_err(|e| server.driver_error(&e))?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 }
@@ -612,6 +620,11 @@ fn order_by(sort: SortKey, direction: SortDirection) -> String {
     }
 }
 
+/// A bigint parameter.
+fn int(value: &i64) -> Typed<'_> {
+    (value, Type::INT8)
+}
+
 /// The rows of `ids`, in that order.
 async fn summaries(
     server: &ServerCatalog,
@@ -622,16 +635,17 @@ async fn summaries(
         return Ok(Vec::new());
     }
     // Not a cached statement: after five runs PostgreSQL may keep a generic plan, which does
-    // not know how many ids the array holds (a page joins 50–100 of 100,000 photos).
+    // not know how many ids the array holds (a page joins 50–100 of 100,000 photos). Typed: one
+    // round trip ([`Typed`]).
     let rows = tx
-        .query(
+        .query_typed(
             "SELECT p.id, p.photo_id, p.name, p.brand, p.category, p.price_amount, p.price_currency, p.gtin,
                     p.revision, p.updated_at, ph.thumbnail_jpeg, p.flagged
              FROM unnest($1::bigint[]) WITH ORDINALITY AS page (id, n)
              JOIN products p ON p.id = page.id
              JOIN photos ph ON ph.id = p.photo_id
              ORDER BY page.n",
-            &[&ids],
+            &[(&ids, Type::INT8_ARRAY)],
         )
         .await
         .map_err(|e| server.driver_error(&e))?;
