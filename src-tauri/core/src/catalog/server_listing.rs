@@ -54,13 +54,14 @@ type Typed<'a> = (&'a (dyn ToSql + Sync), Type);
 ///   a prefix term (`'fr':*`).
 ///
 /// They are bound to the searches as `$1::text::tsquery`, so the planner sees the actual terms.
-/// With them, when `$2` asks: the planner's estimate of the matches (pg/0010's
-/// `pe_match_estimate`, an EXPLAIN of ~0.3 ms) and how many live products there are
-/// (`reltuples`, as of the last ANALYZE), which choose how a search finds its newest matches
-/// ([`Plan::newest_matches`]).
+/// With them, when `$2` asks: the planner's estimate of the matches (`pe_match_estimate`, an
+/// EXPLAIN of ~0.3 ms), how many live products there are (`reltuples`, as of the last ANALYZE)
+/// and how many bands of ids the search index has (pg/0011, up to the newest id), which choose
+/// how a search finds its newest matches ([`way`]).
 const TEXT_QUERY: &str = "SELECT t.indexed, t.prefixes,
          CASE WHEN $2 THEN pe_match_estimate(t.indexed::tsquery) END,
-         CASE WHEN $2 THEN (SELECT reltuples::float8 FROM pg_class WHERE oid = 'product_search'::regclass) END
+         CASE WHEN $2 THEN (SELECT reltuples::float8 FROM pg_class WHERE oid = 'product_search'::regclass) END,
+         CASE WHEN $2 THEN (SELECT pe_search_band(max(id)) + 1 FROM product_search)::float8 END
     FROM (SELECT to_tsquery('simple', string_agg(quote_literal(word)
                      || CASE WHEN length(word) <= 6 THEN '' ELSE ':*' END, ' & '))::text AS indexed,
                  to_tsquery('simple', string_agg(quote_literal(word) || ':*', ' & '))::text AS prefixes
@@ -89,6 +90,8 @@ struct Terms {
     estimate: f64,
     /// How many live products there are, about.
     live: f64,
+    /// How many bands of ids the search index has.
+    bands: f64,
 }
 
 /// A page and the total. A text search in relevance order learns its total from the matches it
@@ -231,6 +234,7 @@ impl Plan {
                 estimate: row.get::<_, Option<f64>>(2).unwrap_or(0.0).max(0.0),
                 // -1 before the first ANALYZE, NULL when not asked for: unknown, which never walks.
                 live: row.get::<_, Option<f64>>(3).unwrap_or(0.0).max(0.0),
+                bands: row.get::<_, Option<f64>>(4).unwrap_or(0.0).max(0.0),
             })
         } else {
             None
@@ -413,7 +417,7 @@ impl Plan {
         let n = self.next_param();
         let limit = i64::try_from(wanted).unwrap_or(i64::MAX);
         let way = if self.filters.is_empty() {
-            forced_way().unwrap_or_else(|| way(terms.estimate, terms.live, wanted))
+            forced_way().unwrap_or_else(|| way(terms.estimate, terms.live, terms.bands, wanted))
         } else {
             SearchWay::Walk
         };
@@ -547,17 +551,21 @@ pub enum SearchWay {
 
 /// What each way costs per unit, in µs as measured with pgbench on the bench's 100,000-product
 /// catalog (BENCHMARKS.md, run 8): a match read through the index (its heap page, its row, the
-/// sort), an id of a band's list decoded by GIN, a row checked on a walk.
+/// sort), an id of a band's list decoded by GIN, a band looked up (its GIN scan and sort, even
+/// when empty: 25 empty bands took 1.2 ms), a row checked on a walk.
 const MATCH_READ: f64 = 1.0;
 const ID_DECODED: f64 = 0.07;
+const BAND_READ: f64 = 40.0;
 const ROW_WALKED: f64 = 0.25;
 
 /// The cheapest way to find the newest `wanted` of about `estimate` matches among about `live`
-/// products, the matches taken as spread evenly over the ids: the newest `wanted` × `live` /
-/// `estimate` products hold them. Every match is read when fewer than `wanted` match or `live`
-/// is unknown (0: never analyzed). At 100,000 products and a first page (1,001 wanted): the index
-/// up to ~3,200 matches, the bands up to ~18,000, then the walk.
-fn way(estimate: f64, live: f64, wanted: u64) -> SearchWay {
+/// products whose ids fill `bands` bands of the search index, the matches taken as spread evenly
+/// over the ids: the newest `wanted` × `live` / `estimate` products hold them, in `wanted` /
+/// `estimate` of the bands. Every match is read when fewer than `wanted` match or `live` is
+/// unknown (0: never analyzed). At 100,000 products (25 bands) and a first page (1,001 wanted):
+/// the index up to ~3,400 matches, the bands up to ~16,500, then the walk. Sparse ids (a few
+/// products over many bands, each band a lookup) make the bands cost more, so they lose.
+fn way(estimate: f64, live: f64, bands: f64, wanted: u64) -> SearchWay {
     let wanted = wanted as f64;
     if live <= 0.0 || estimate <= wanted {
         return SearchWay::Index;
@@ -565,7 +573,7 @@ fn way(estimate: f64, live: f64, wanted: u64) -> SearchWay {
     let spanned = wanted * live / estimate;
     let costs = [
         (estimate * MATCH_READ, SearchWay::Index),
-        (spanned * ID_DECODED + wanted * MATCH_READ, SearchWay::Bands),
+        (bands * wanted / estimate * BAND_READ + spanned * ID_DECODED + wanted * MATCH_READ, SearchWay::Bands),
         (spanned * ROW_WALKED, SearchWay::Walk),
     ];
     costs.into_iter().min_by(|a, b| a.0.total_cmp(&b.0)).map_or(SearchWay::Index, |(_, way)| way)
@@ -679,23 +687,26 @@ mod tests {
     fn a_search_takes_the_cheapest_way_for_its_share_of_matches() {
         use SearchWay::*;
         // 100,000 products, a first page (1,001 wanted).
-        let at_100k = |estimate| way(estimate, 100_000.0, 1_001);
+        let at_100k = |estimate| way(estimate, 100_000.0, 25.0, 1_001);
         assert_eq!(at_100k(30.0), Index, "a rare word");
         assert_eq!(at_100k(2_500.0), Index);
-        assert_eq!(at_100k(3_100.0), Index);
-        assert_eq!(at_100k(3_300.0), Bands);
+        assert_eq!(at_100k(3_300.0), Index);
+        assert_eq!(at_100k(3_500.0), Bands);
         assert_eq!(at_100k(9_000.0), Bands);
-        assert_eq!(at_100k(17_500.0), Bands);
-        assert_eq!(at_100k(18_500.0), Walk);
+        assert_eq!(at_100k(16_000.0), Bands);
+        assert_eq!(at_100k(17_500.0), Walk);
         assert_eq!(at_100k(90_000.0), Walk, "most products");
         // Fewer matches than wanted, or a catalog never analyzed: every match.
-        assert_eq!(way(900.0, 100_000.0, 1_001), Index);
-        assert_eq!(way(5_000.0, 0.0, 1_001), Index);
+        assert_eq!(way(900.0, 100_000.0, 25.0, 1_001), Index);
+        assert_eq!(way(5_000.0, 0.0, 25.0, 1_001), Index);
+        // The same 100,000 products with ids up to 100,000,000 (24,415 bands): never the bands.
+        assert_eq!(way(4_000.0, 100_000.0, 24_415.0, 1_001), Index);
+        assert_eq!(way(9_000.0, 100_000.0, 24_415.0, 1_001), Walk);
         // Deeper pages want more, so the bands and the walk need more matches.
-        assert_eq!(way(9_000.0, 100_000.0, 11_001), Index);
-        assert_eq!(way(25_000.0, 100_000.0, 11_001), Walk);
+        assert_eq!(way(9_000.0, 100_000.0, 25.0, 11_001), Index);
+        assert_eq!(way(25_000.0, 100_000.0, 25.0, 11_001), Walk);
         // The broad test's ways (catalog_backends.rs): every one of 1,300 products a match.
-        assert_eq!(way(1_300.0, 1_300.0, 10_001), Index);
-        assert_eq!(way(1_300.0, 1_300.0, 1_001), Walk);
+        assert_eq!(way(1_300.0, 1_300.0, 5.0, 10_001), Index);
+        assert_eq!(way(1_300.0, 1_300.0, 5.0, 1_001), Walk);
     }
 }
