@@ -61,7 +61,7 @@ type Typed<'a> = (&'a (dyn ToSql + Sync), Type);
 const TEXT_QUERY: &str = "SELECT t.indexed, t.prefixes,
          CASE WHEN $2 THEN pe_match_estimate(t.indexed::tsquery) END,
          CASE WHEN $2 THEN (SELECT reltuples::float8 FROM pg_class WHERE oid = 'product_search'::regclass) END,
-         CASE WHEN $2 THEN (SELECT pe_search_band(max(id)) + 1 FROM product_search)::float8 END
+         CASE WHEN $2 THEN (SELECT coalesce(pe_search_band(max(id)) + 1, 0) FROM product_search) END
     FROM (SELECT to_tsquery('simple', string_agg(quote_literal(word)
                      || CASE WHEN length(word) <= 6 THEN '' ELSE ':*' END, ' & '))::text AS indexed,
                  to_tsquery('simple', string_agg(quote_literal(word) || ':*', ' & '))::text AS prefixes
@@ -90,8 +90,9 @@ struct Terms {
     estimate: f64,
     /// How many live products there are, about.
     live: f64,
-    /// How many bands of ids the search index has.
-    bands: f64,
+    /// How many bands of ids the search index has (0 when not asked for), the newest one's number
+    /// + 1: where reading band by band starts.
+    bands: i64,
 }
 
 /// A page and the total. A text search in relevance order learns its total from the matches it
@@ -234,7 +235,7 @@ impl Plan {
                 estimate: row.get::<_, Option<f64>>(2).unwrap_or(0.0).max(0.0),
                 // -1 before the first ANALYZE, NULL when not asked for: unknown, which never walks.
                 live: row.get::<_, Option<f64>>(3).unwrap_or(0.0).max(0.0),
-                bands: row.get::<_, Option<f64>>(4).unwrap_or(0.0).max(0.0),
+                bands: row.get::<_, Option<i64>>(4).unwrap_or(0),
             })
         } else {
             None
@@ -265,24 +266,26 @@ impl Plan {
     /// joined to it for the text. The text is looked up as `lookup` says ([`Self::lookup`]).
     fn matching(&self, select: &str, extra: &[&str], ids_only: bool, lookup: Lookup) -> String {
         let mut conditions: Vec<&str> = Vec::new();
-        let (alone, joined) = match self.lookup(lookup) {
-            Lookup::Index => (
-                "pe_search_keys(p.search, p.id) @@ $1::text::tsquery",
-                "pe_search_keys(s.search, s.id) @@ $1::text::tsquery",
+        // The words of `product_search` aliased `a`.
+        let words = |a: &str| {
+            match self.lookup(lookup) {
+            Lookup::Index => format!("pe_search_keys({a}.search, {a}.id) @@ $1::text::tsquery"),
+            Lookup::Band => format!(
+                "pe_search_keys({a}.search, {a}.id) @@ ($1::text::tsquery && quote_literal(pe_search_band_key(b.band))::tsquery)"
             ),
-            Lookup::Band => (
-                "pe_search_keys(p.search, p.id) @@ ($1::text::tsquery && quote_literal(pe_search_band_key(b.band))::tsquery)",
-                "pe_search_keys(s.search, s.id) @@ ($1::text::tsquery && quote_literal(pe_search_band_key(b.band))::tsquery)",
-            ),
-            Lookup::Vectors => ("p.search @@ $1::text::tsquery", "s.search @@ $1::text::tsquery"),
+            Lookup::Vectors => format!("{a}.search @@ $1::text::tsquery"),
+        }
         };
+        let text;
         let from = match (&self.text, self.filters.is_empty() && ids_only) {
             (Some(_), true) => {
-                conditions.push(alone);
+                text = words("p");
+                conditions.push(&text);
                 "product_search p"
             }
             (Some(_), false) => {
-                conditions.extend(["p.deleted_at IS NULL", joined]);
+                text = words("s");
+                conditions.extend(["p.deleted_at IS NULL", &text]);
                 "products p JOIN product_search s ON s.id = p.id"
             }
             (None, _) => {
@@ -315,9 +318,10 @@ impl Plan {
     /// ([`Self::lookup`]), the filters' values, then `more`.
     fn params<'a>(&'a self, lookup: Lookup, more: &[Typed<'a>]) -> Vec<Typed<'a>> {
         let text = self.text.as_ref().map(|terms| match self.lookup(lookup) {
-            Lookup::Index | Lookup::Band => (&terms.indexed as &(dyn ToSql + Sync), Type::TEXT),
-            Lookup::Vectors => (&terms.prefixes as &(dyn ToSql + Sync), Type::TEXT),
+            Lookup::Index | Lookup::Band => &terms.indexed,
+            Lookup::Vectors => &terms.prefixes,
         });
+        let text = text.map(|words| (words as &(dyn ToSql + Sync), Type::TEXT));
         text.into_iter()
             .chain(self.values.iter().map(|(v, t)| (v.as_ref() as &(dyn ToSql + Sync), t.clone())))
             .chain(more.iter().cloned())
@@ -417,7 +421,7 @@ impl Plan {
         let n = self.next_param();
         let limit = i64::try_from(wanted).unwrap_or(i64::MAX);
         let way = if self.filters.is_empty() {
-            forced_way().unwrap_or_else(|| way(terms.estimate, terms.live, terms.bands, wanted))
+            forced_way().unwrap_or_else(|| way(terms.estimate, terms.live, terms.bands as f64, wanted))
         } else {
             SearchWay::Walk
         };
@@ -434,30 +438,33 @@ impl Plan {
                 );
                 tx.query_typed(&sql, &self.params(Lookup::Vectors, &[int(&limit)])).await
             }
-            SearchWay::Index => {
+            SearchWay::Index | SearchWay::Bands => {
+                // The newest `wanted` with their vectors (the bands from the newest one, `$n+2`,
+                // down to 0), then scored.
+                let (newest, lookup) = if way == SearchWay::Index {
+                    let every = self.matching("p.id, p.search", &[], true, Lookup::Index);
+                    (format!("{every} ORDER BY p.id DESC LIMIT ${n}"), Lookup::Index)
+                } else {
+                    let band = self.matching("p.id, p.search", &[], true, Lookup::Band);
+                    let bands = format!(
+                        "SELECT band.id, band.search
+                         FROM generate_series(${}::bigint, 0, -1) AS b (band)
+                         CROSS JOIN LATERAL ({band} ORDER BY p.id DESC) AS band
+                         LIMIT ${n}",
+                        n + 2
+                    );
+                    (bands, Lookup::Band)
+                };
                 let sql = format!(
-                    "SELECT id, ts_rank(search, ${}::text::tsquery)::float8
-                     FROM ({} ORDER BY p.id DESC LIMIT ${n}) AS newest ORDER BY id DESC",
-                    n + 1,
-                    self.matching("p.id, p.search", &[], true, Lookup::Index)
+                    "SELECT id, ts_rank(search, ${}::text::tsquery)::float8 FROM ({newest}) AS newest ORDER BY id DESC",
+                    n + 1
                 );
-                let more = [int(&limit), (&prefixes, Type::TEXT)];
-                tx.query_typed(&sql, &self.params(Lookup::Index, &more)).await
-            }
-            SearchWay::Bands => {
-                let sql = format!(
-                    "SELECT id, ts_rank(search, ${}::text::tsquery)::float8
-                     FROM (SELECT band.id, band.search
-                           FROM generate_series(pe_search_band((SELECT max(id) FROM product_search)), 0, -1)
-                                AS b (band)
-                           CROSS JOIN LATERAL ({} ORDER BY p.id DESC) AS band
-                           LIMIT ${n}) AS newest
-                     ORDER BY id DESC",
-                    n + 1,
-                    self.matching("p.id, p.search", &[], true, Lookup::Band)
-                );
-                let more = [int(&limit), (&prefixes, Type::TEXT)];
-                tx.query_typed(&sql, &self.params(Lookup::Band, &more)).await
+                let newest_band = terms.bands - 1;
+                let mut more = vec![int(&limit), (&prefixes, Type::TEXT)];
+                if lookup == Lookup::Band {
+                    more.push(int(&newest_band));
+                }
+                tx.query_typed(&sql, &self.params(lookup, &more)).await
             }
         }
         .map_err(|e| server.driver_error(&e))?;
