@@ -37,7 +37,8 @@ const RANK: &str = "bm25(products_fts, 10.0, 4.0, 2.0, 1.0, 1.0)";
 /// default: a search that matches more is too broad for the order past the first pages to matter,
 /// and the list still holds every match. It was 2,000 until issue 13: every broad search reads
 /// this many matches and their search vectors, and at 2,000 the server's search missed its 10 ms
-/// (BENCHMARKS.md, run 8: p95 10.6–10.9 ms at 2,000, 7.7–8.4 ms at 1,000).
+/// (BENCHMARKS.md, run 8: p95 9.9–11.4 ms at 2,000, 7.7–10.4 ms, median 8.7, at 1,000; with
+/// pg/0011's bands both).
 pub const RANKED_MATCHES: u32 = 1_000;
 
 /// How far past the page's offset a text search counts its matches: more, and the page says "at
