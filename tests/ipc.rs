@@ -423,8 +423,11 @@ fn the_app_resumes_an_unfinished_import_at_start() {
     loop {
         let queue = tauri::async_runtime::block_on(state.import_queue()).unwrap();
         let progress = queue.progress().borrow().clone();
-        if progress.counts.ready == 2 {
-            assert_eq!(progress.status, pe_core::import::ImportStatus::Finished);
+        // Finished means nothing is waiting and no worker holds an item. A progress can show both
+        // items ready while the last worker still holds its slot (`in_flight` 1, so `Running`):
+        // wait for the status, not for the count.
+        if progress.status == pe_core::import::ImportStatus::Finished {
+            assert_eq!(progress.counts.ready, 2, "{progress:?}");
             break;
         }
         assert!(Instant::now() < deadline, "the import did not resume: {progress:?}");
