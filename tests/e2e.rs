@@ -495,6 +495,26 @@ async fn catalog_search_edit_history_export() {
     // Virtualized: far fewer rows in the DOM than products.
     let rendered = c.find_all(Locator::Css(r#"[data-testid="product-row"]"#)).await.unwrap().len();
     assert!(rendered > 0 && rendered < 63, "{rendered} rows rendered");
+    // Each row on screen loads its thumbnail from the app's own protocol, by its photo's hash,
+    // through the CSP: the page of rows carried no image.
+    let deadline = Instant::now() + long;
+    loop {
+        let thumbs = c
+            .execute(
+                r#"return [...document.querySelectorAll('[data-testid="product-thumb"]')]
+                     .map((i) => [i.getAttribute('src'), i.complete && i.naturalWidth > 0]);"#,
+                vec![],
+            )
+            .await
+            .unwrap();
+        let thumbs: Vec<(String, bool)> = serde_json::from_value(thumbs).unwrap();
+        assert!(thumbs.iter().all(|(src, _)| src.starts_with("thumb://localhost/")), "{thumbs:?}");
+        if thumbs.len() == rendered && thumbs.iter().take(5).all(|(_, loaded)| *loaded) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the thumbnails did not load: {thumbs:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     // Search as you type: a prefix, any case, accents folded.
     let search = wait_for(&c, "#catalog-search", long).await;

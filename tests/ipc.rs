@@ -274,6 +274,27 @@ fn demo_mode_extract_review_save_list() {
     let list = invoke(&webview, "query_products", json!({"query": {"text": "review", "limit": 50}})).unwrap();
     assert_eq!(list["total"], 1, "{list}");
     assert_eq!(list["rows"][0]["name"], "Reviewed Name");
+    // The row names its photo by hash, and the thumbnail protocol serves that photo's thumbnail.
+    let sha256 = list["rows"][0]["photo_sha256"].as_str().unwrap().to_string();
+    assert!(list["rows"][0].get("thumbnail").is_none(), "a page carries no image: {list}");
+    let thumb = thumbnail_request(&webview, "GET", &format!("/{sha256}"));
+    assert_eq!(thumb.status(), 200);
+    assert_eq!(thumb.headers()["content-type"], "image/jpeg");
+    assert_eq!(thumb.headers()["x-content-type-options"], "nosniff");
+    assert!(thumb.headers()["cache-control"].to_str().unwrap().contains("immutable"));
+    let picture = image::load_from_memory_with_format(thumb.body(), image::ImageFormat::Jpeg).unwrap();
+    assert!(picture.width() > 0 && picture.width() <= 512, "a thumbnail: {}", picture.width());
+    for (method, path, code) in [
+        ("POST", format!("/{sha256}"), 405),
+        ("GET", format!("/{}", sha256.to_uppercase()), 404),
+        ("GET", format!("/{}", "0".repeat(64)), 404),
+        ("GET", "/../catalog.sqlite3".into(), 404),
+        ("GET", "/".into(), 404),
+    ] {
+        let answer = thumbnail_request(&webview, method, &path);
+        assert_eq!(answer.status(), code, "{method} {path}");
+        assert!(answer.body().is_empty() && answer.headers()["cache-control"] == "no-store", "{method} {path}");
+    }
     let one = invoke(&webview, "get_product", json!({"id": saved["id"]})).unwrap();
     assert_eq!(one["saved"]["brand"], "Acme");
     let missing = invoke(&webview, "get_product", json!({"id": 999_999})).unwrap_err();
@@ -285,6 +306,22 @@ fn demo_mode_extract_review_save_list() {
     let status = invoke(&webview, "set_demo_mode", json!({"enabled": false})).unwrap();
     assert_eq!(status["demo"], false);
     assert_eq!(status["api_key"]["configured"], false);
+}
+
+/// What the window's `thumb:` protocol answers to `method path` (on Linux the webview asks for
+/// `thumb://localhost/<sha256>`).
+fn thumbnail_request(
+    webview: &WebviewWindow<MockRuntime>,
+    method: &str,
+    path: &str,
+) -> tauri::http::Response<std::borrow::Cow<'static, [u8]>> {
+    let request = tauri::http::Request::builder()
+        .method(method)
+        .uri(format!("{}://localhost{path}", product_extractor_lib::thumbnails::THUMBNAIL_SCHEME))
+        .body(Vec::new())
+        .unwrap();
+    let state = webview.state::<AppState>();
+    tauri::async_runtime::block_on(product_extractor_lib::thumbnails::respond(&state, &request))
 }
 
 /// The proposal of the first attempt for `photo_id`, once there is one.

@@ -143,6 +143,12 @@ pub fn constants(cfg: &ts_rs::Config) -> Vec<Constant> {
             &extensions,
             cfg,
         ),
+        Constant::new(
+            "THUMBNAIL_SCHEME",
+            "The URI scheme the window loads thumbnails from, by photo hash (crate::thumbnails).",
+            &crate::thumbnails::THUMBNAIL_SCHEME,
+            cfg,
+        ),
     ]
 }
 

@@ -9,6 +9,7 @@
 //!   changes to the window.
 //! - [`logging`] writes the rotating log file.
 //! - [`opening`] opens the state before the window, with a progress window for a long upgrade.
+//! - [`thumbnails`] serves photos' thumbnails to the window by content hash (`thumb:`).
 
 pub mod bindings;
 pub mod cli;
@@ -20,6 +21,7 @@ pub mod opening;
 pub mod secrets;
 pub mod state;
 pub mod team;
+pub mod thumbnails;
 
 use std::path::{Path, PathBuf};
 
@@ -50,6 +52,7 @@ pub fn setup_opening<R: Runtime>(builder: tauri::Builder<R>, state: AppState, op
     builder
         .plugin(tauri_plugin_dialog::init())
         .manage(state)
+        .register_asynchronous_uri_scheme_protocol(thumbnails::THUMBNAIL_SCHEME, thumbnails::handle)
         .setup(move |app| {
             open_paths(app.handle(), open);
             tauri::async_runtime::spawn(events::resilience_bridge(app.handle().clone(), bridge_state));

@@ -5,6 +5,7 @@
 import { describe, expect, it } from "vitest";
 import tauriConf from "../../tauri.conf.json";
 import capability from "../../src-tauri/capabilities/default.json";
+import { THUMBNAIL_SCHEME } from "./bindings/constants";
 
 const sources = import.meta.glob(["./**/*.svelte", "./**/*.ts", "!./**/*.test.ts"], {
   query: "?raw",
@@ -47,8 +48,11 @@ describe("the webview policy", () => {
     expect(csp["object-src"]).toBe("'none'");
     expect(csp["frame-ancestors"]).toBe("'none'");
     expect(csp["connect-src"]).toBe("ipc: http://ipc.localhost");
+    // Images: the app's files, data: URLs, and the app's own thumbnail protocol (both of the forms
+    // Tauri gives a custom scheme), nothing remote.
+    expect(csp["img-src"]).toBe(`'self' data: ${THUMBNAIL_SCHEME}: http://${THUMBNAIL_SCHEME}.localhost`);
     const all = Object.values(csp).join(" ");
-    expect(all).not.toMatch(/unsafe-inline|unsafe-eval|wasm-unsafe-eval|\*|https?:\/\/(?!ipc\.localhost)/);
+    expect(all).not.toMatch(/unsafe-inline|unsafe-eval|wasm-unsafe-eval|\*|https?:\/\/(?!(ipc|thumb)\.localhost\b)/);
     expect(tauriConf.app.withGlobalTauri).toBe(false);
     expect(tauriConf.app.security.freezePrototype).toBe(true);
   });

@@ -399,7 +399,8 @@ async fn the_list_is_newest_first_and_paginated() {
     assert_eq!(top.category.as_deref(), Some("Plant drink"));
     assert_eq!(top.price, Some(Price { amount: 2.49, currency: "EUR".into() }));
     assert_eq!(top.gtin.as_deref(), Some("4006381333931"));
-    assert!(top.thumbnail.starts_with("data:image/jpeg;base64,"));
+    assert_eq!(top.photo_sha256, format!("{:064x}", 2));
+    assert_eq!(catalog.thumbnail_jpeg(&top.photo_sha256).await.unwrap(), Some(vec![0xFF, 0xD8, 0xFF, 2]));
 }
 
 #[tokio::test]

@@ -278,6 +278,17 @@ async fn every_query_of_the_catalog_table_answers_the_same_on_both_backends() {
         assert_eq!(server.product_photos(id).await.unwrap(), local.product_photos(id).await.unwrap());
     }
     assert_eq!(server.photo_thumbnail(3).await.unwrap(), local.photo_thumbnail(3).await.unwrap());
+    // A row names its photo by hash; the window loads the thumbnail by that hash. Anything that
+    // is not a lowercase hash of a photo in the catalog has none (and is never a query).
+    let row = local.list_products(0, 20).await.unwrap().into_iter().find(|r| r.photo_id == 3).unwrap();
+    assert_eq!(row.photo_sha256, format!("{:064x}", 3));
+    for catalog in [&local, &server] {
+        assert_eq!(catalog.thumbnail_jpeg(&row.photo_sha256).await.unwrap(), Some(vec![0xFF, 0xD8, 0xFF, 3]));
+        assert_eq!(catalog.thumbnail_jpeg(&format!("{:064x}", 10)).await.unwrap(), Some(vec![0xFF, 0xD8, 0xFF, 10]));
+        for other in [format!("{:064x}", 99), format!("{:064X}", 10), "3".into(), "' OR 1=1 --".into()] {
+            assert_eq!(catalog.thumbnail_jpeg(&other).await.unwrap(), None, "{other}");
+        }
+    }
     // Each photo says which computer its file is on (the copy carries it to the server).
     let host = pe_core::catalog::local_host();
     assert!(host.is_some(), "this machine has a host name");

@@ -10,6 +10,9 @@ export type ProductSummary = { id: number, photo_id: number, name: string, brand
  */
 flagged: number, 
 /**
- * `data:image/jpeg;base64,…`
+ * The photo's content hash, which addresses its thumbnail: the window loads it from the
+ * app's thumbnail protocol (`thumb://localhost/<sha256>`, read by `Catalog::thumbnail_jpeg`),
+ * so a page of the list carries no image, and a thumbnail, never changing for its hash, is
+ * read once and cached by the webview.
  */
-thumbnail: string, updated_at: number, };
+photo_sha256: string, updated_at: number, };

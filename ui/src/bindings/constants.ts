@@ -89,3 +89,6 @@ export const PHOTO_EXTENSIONS: Readonly<Array<string>> = [
   "heic",
   "heif"
 ];
+
+/** The URI scheme the window loads thumbnails from, by photo hash (crate::thumbnails). */
+export const THUMBNAIL_SCHEME: Readonly<string> = "thumb";

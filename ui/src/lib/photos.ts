@@ -3,8 +3,9 @@
 // 0–1000 (from the barcode reader on the machine, and later from Gemini for each field): an
 // invalid one is dropped, never drawn wrong.
 
+import { convertFileSrc } from "@tauri-apps/api/core";
 import type { Barcode } from "../bindings/Barcode";
-import { PRODUCT_FIELDS } from "../bindings/constants";
+import { PRODUCT_FIELDS, THUMBNAIL_SCHEME } from "../bindings/constants";
 import type { FieldSource } from "../bindings/FieldSource";
 
 /** A box to draw on one of the product's photos. */
@@ -93,4 +94,13 @@ export async function bestPicture(
     }
   }
   return null;
+}
+
+/**
+ * Where the window loads the thumbnail of the photo with this content hash: the app's thumbnail
+ * protocol (src-tauri/src/thumbnails.rs), in the form this platform's webview takes. A hash names
+ * one picture, so the webview caches it; a list page carries hashes, not images.
+ */
+export function thumbnailSrc(sha256: string): string {
+  return convertFileSrc(sha256, THUMBNAIL_SCHEME);
 }

@@ -24,7 +24,7 @@
 use rusqlite::types::Value;
 use rusqlite::{params_from_iter, Connection, Row};
 
-use super::columns::{get_u64, thumbnail_url};
+use super::columns::get_u64;
 use super::records::*;
 use super::CatalogError;
 use crate::product::Price;
@@ -398,7 +398,7 @@ fn summaries(conn: &Connection, ids: &[ProductId]) -> Result<Vec<ProductSummary>
     }
     let mut stmt = conn.prepare_cached(
         "SELECT p.id, p.photo_id, p.name, p.brand, p.category, p.price_amount, p.price_currency, p.gtin,
-                p.revision, p.updated_at, ph.thumbnail_jpeg, p.flagged
+                p.revision, p.updated_at, ph.sha256, p.flagged
          FROM json_each(?1) AS page
          JOIN products p ON p.id = page.value
          JOIN photos ph ON ph.id = p.photo_id
@@ -421,7 +421,7 @@ fn summary_row(row: &Row<'_>) -> rusqlite::Result<ProductSummary> {
         gtin: row.get(7)?,
         revision: row.get(8)?,
         updated_at: row.get(9)?,
-        thumbnail: thumbnail_url(row.get_ref(10)?.as_blob()?),
+        photo_sha256: row.get(10)?,
         flagged: row.get(11)?,
     })
 }

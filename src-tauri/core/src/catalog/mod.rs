@@ -506,6 +506,14 @@ impl Catalog {
         self.run_db(move |db| queries::product_photos(db, id)).await
     }
 
+    /// The JPEG thumbnail of the photo with this content hash (64 lowercase hex digits); `None`
+    /// when there is no such photo or the text is not a hash. What the window's thumbnail
+    /// protocol serves: a hash names one content on every catalog, so the webview may cache it.
+    pub async fn thumbnail_jpeg(&self, sha256: &str) -> Result<Option<Vec<u8>>, CatalogError> {
+        let sha256 = sha256.to_string();
+        self.run_db(move |db| queries::thumbnail_jpeg(db, &sha256)).await
+    }
+
     /// A photo's thumbnail as a `data:` URL; `None` when there is no such photo.
     pub async fn photo_thumbnail(&self, photo: PhotoId) -> Result<Option<String>, CatalogError> {
         if let Some(server) = self.server() {

@@ -213,6 +213,17 @@ pub(super) fn product_photos(conn: &Db<'_>, product: ProductId) -> Result<Vec<Ph
     Ok(photos)
 }
 
+/// The thumbnail of the photo with `sha256` (lowercase hex); `None` when the catalog has no such
+/// photo, or `sha256` is not a hash (never a query then).
+pub(super) fn thumbnail_jpeg(conn: &Db<'_>, sha256: &str) -> Result<Option<Vec<u8>>, CatalogError> {
+    if sha256.len() != 64 || !sha256.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return Ok(None);
+    }
+    Ok(conn
+        .query_row("SELECT thumbnail_jpeg FROM photos WHERE sha256 = ?1", params![sha256], |r| r.get(0))
+        .optional()?)
+}
+
 pub(super) fn photo_thumbnail(conn: &Connection, photo: PhotoId) -> Result<Option<String>, CatalogError> {
     Ok(conn
         .query_row("SELECT thumbnail_jpeg FROM photos WHERE id = ?1", [photo], |r| {

@@ -278,8 +278,11 @@ pub struct ProductSummary {
     pub revision: u32,
     /// How many fields of the saved product are flagged (see [`ProductRecord::flags`]).
     pub flagged: u32,
-    /// `data:image/jpeg;base64,…`
-    pub thumbnail: String,
+    /// The photo's content hash, which addresses its thumbnail: the window loads it from the
+    /// app's thumbnail protocol (`thumb://localhost/<sha256>`, read by `Catalog::thumbnail_jpeg`),
+    /// so a page of the list carries no image, and a thumbnail, never changing for its hash, is
+    /// read once and cached by the webview.
+    pub photo_sha256: String,
     #[ts(type = "number")]
     pub updated_at: i64,
 }

@@ -655,7 +655,7 @@ async fn summaries(
     let rows = tx
         .query_typed(
             "SELECT p.id, p.photo_id, p.name, p.brand, p.category, p.price_amount, p.price_currency, p.gtin,
-                    p.revision, p.updated_at, ph.thumbnail_jpeg, p.flagged
+                    p.revision, p.updated_at, ph.sha256, p.flagged
              FROM unnest($1::bigint[]) WITH ORDINALITY AS page (id, n)
              JOIN products p ON p.id = page.id
              JOIN photos ph ON ph.id = p.photo_id
@@ -679,7 +679,7 @@ async fn summaries(
                 gtin: row.get(7),
                 revision: u32::try_from(row.get::<_, i64>(8)).unwrap_or(u32::MAX),
                 updated_at: row.get(9),
-                thumbnail: super::columns::thumbnail_url(row.get(10)),
+                photo_sha256: row.get(10),
                 flagged: u32::try_from(row.get::<_, i64>(11)).unwrap_or(u32::MAX),
             }
         })
