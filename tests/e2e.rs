@@ -255,6 +255,8 @@ async fn newcomer_demo_drop_review_save_list() {
     drop_files(&c, &[&fixture, &broken]).await;
     let ready = wait_for(&c, r#"[data-testid="job-card"][data-status="ready"][data-file="product.jpg"]"#, long).await;
     wait_for(&c, r#"[data-testid="job-card"][data-status="failed"][data-file="broken.jpg"]"#, long).await;
+    // The prepared photo's card shows its thumbnail; the broken one has none.
+    thumbnails_load(&c, r#"[data-testid="job-card"] img"#, 1, long).await;
     screenshot(&c, "2-cards").await;
 
     // Review: the form holds Gemini's proposal; edit the name and save.
@@ -470,6 +472,29 @@ async fn seed_catalog(data_dir: &Path, names: &[(&str, &str, &str)]) {
     }
 }
 
+/// Waits until the first `at_least` images matching `css` have loaded from the app's thumbnail
+/// protocol (`thumb:`, by photo hash, allowed by the CSP); every one of them must come from it.
+async fn thumbnails_load(c: &Client, css: &str, at_least: usize, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let thumbs = c
+            .execute(
+                "return [...document.querySelectorAll(arguments[0])]
+                   .map((i) => [i.getAttribute('src'), i.complete && i.naturalWidth > 0]);",
+                vec![json!(css)],
+            )
+            .await
+            .unwrap();
+        let thumbs: Vec<(String, bool)> = serde_json::from_value(thumbs).unwrap();
+        assert!(thumbs.iter().all(|(src, _)| src.starts_with("thumb://localhost/")), "{css}: {thumbs:?}");
+        if thumbs.len() >= at_least && thumbs.iter().take(at_least).all(|(_, loaded)| *loaded) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{css}: the thumbnails did not load: {thumbs:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Catalog staff at work: search as they type, open a product, fix a field, see the history
 /// entry, delete and undo, and export what they see.
 #[tokio::test(flavor = "multi_thread")]
@@ -497,24 +522,7 @@ async fn catalog_search_edit_history_export() {
     assert!(rendered > 0 && rendered < 63, "{rendered} rows rendered");
     // Each row on screen loads its thumbnail from the app's own protocol, by its photo's hash,
     // through the CSP: the page of rows carried no image.
-    let deadline = Instant::now() + long;
-    loop {
-        let thumbs = c
-            .execute(
-                r#"return [...document.querySelectorAll('[data-testid="product-thumb"]')]
-                     .map((i) => [i.getAttribute('src'), i.complete && i.naturalWidth > 0]);"#,
-                vec![],
-            )
-            .await
-            .unwrap();
-        let thumbs: Vec<(String, bool)> = serde_json::from_value(thumbs).unwrap();
-        assert!(thumbs.iter().all(|(src, _)| src.starts_with("thumb://localhost/")), "{thumbs:?}");
-        if thumbs.len() == rendered && thumbs.iter().take(5).all(|(_, loaded)| *loaded) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the thumbnails did not load: {thumbs:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    thumbnails_load(&c, r#"[data-testid="product-row"] img"#, 5, long).await;
 
     // Search as you type: a prefix, any case, accents folded.
     let search = wait_for(&c, "#catalog-search", long).await;
@@ -813,6 +821,7 @@ async fn import_a_dropped_folder_and_review_with_the_keyboard() {
     wait_for(&c, r#"#import-status[data-status="finished"]"#, long).await;
     wait_text(&c, "#import-done", "100%", long).await;
     wait_for(&c, r#"[data-testid="import-row"][data-state="skipped"]"#, long).await;
+    thumbnails_load(&c, r#"[data-testid="import-row"] img"#, 5, long).await;
     screenshot(&c, "import-1-done").await;
 
     // Review: skip with "s", back with "k", save with "a" (or Enter), discard with "d".

@@ -701,9 +701,11 @@ fn a_product_of_two_photos_is_split_merged_and_saved_through_ipc() {
         item["photos"].as_array().unwrap().iter().map(|p| p["file_name"].as_str().unwrap()).collect();
     assert_eq!(names, ["oat-bars_front.jpg", "oat-bars_back.jpg"]);
     assert_eq!(item["barcodes"][0]["photo"], 1);
+    // Each photo of the product is named by hash, and the thumbnail protocol serves it.
     for photo in item["photos"].as_array().unwrap() {
-        let thumb = invoke(&webview, "photo_thumbnail", json!({"photoId": photo["photo_id"]})).unwrap();
-        assert!(thumb.as_str().unwrap().starts_with("data:image/jpeg;base64,"));
+        let sha256 = photo["photo_sha256"].as_str().unwrap();
+        let thumb = thumbnail_request(&webview, "GET", &format!("/{sha256}"));
+        assert_eq!((thumb.status().as_u16(), thumb.body().starts_with(&[0xFF, 0xD8])), (200, true), "{photo}");
     }
 
     // The back to a product of its own, then back into the first: nothing is extracted.

@@ -762,7 +762,7 @@ fn text_line(file: &std::path::Path, outcome: &Outcome) -> String {
     }
 }
 
-/// The CLI's view of a saved product: the summary without its thumbnail.
+/// The CLI's view of a saved product: the summary's product fields.
 fn summary_json(p: &ProductSummary) -> serde_json::Value {
     json!({
         "id": p.id,

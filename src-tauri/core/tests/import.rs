@@ -208,7 +208,11 @@ async fn a_folder_is_imported_recursively_with_exactly_k_calls_in_flight() {
     assert_eq!(attempt.model, "gemini-flash-latest");
     assert!(attempt.usage.unwrap().prompt_tokens > 0);
     assert!(attempt.raw_response.unwrap().contains("candidates"));
-    assert!(queue.thumbnail(row.id).await.unwrap().unwrap().starts_with("data:image/jpeg;base64,"));
+    // The row names its prepared photo by hash; the photo's thumbnail is a JPEG.
+    let sha256 = row.photo_sha256.as_deref().expect("a prepared item names its photo");
+    assert_eq!(Some(sha256), detail.sha256.as_deref());
+    let jpeg = s.catalog.thumbnail_jpeg(sha256).await.unwrap().unwrap();
+    assert_eq!(image::guess_format(&jpeg).unwrap(), image::ImageFormat::Jpeg);
     assert_eq!(s.catalog.count_products().await.unwrap(), 0, "nothing is saved without review");
 }
 

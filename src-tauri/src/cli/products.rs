@@ -29,11 +29,6 @@ pub async fn show(state: &AppState, id: i64, json: bool) -> i32 {
         Err(e) => return failed(e),
     };
     if json {
-        let mut record = serde_json::to_value(&record).unwrap_or_default();
-        // The thumbnail is a data URL for the window; a terminal has no use for it.
-        if let Some(object) = record.as_object_mut() {
-            object.shift_remove("thumbnail");
-        }
         println!("{}", json!({"product": record, "photos": photos, "history": history}));
         return EXIT_OK;
     }

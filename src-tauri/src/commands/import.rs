@@ -55,15 +55,6 @@ pub async fn import_item(state: State<'_, AppState>, id: ItemId) -> Result<Impor
     Ok(state.import_queue().await?.item(id).await?)
 }
 
-pub async fn import_thumbnail(state: State<'_, AppState>, id: ItemId) -> Result<Option<String>, ErrorReport> {
-    Ok(state.import_queue().await?.thumbnail(id).await?)
-}
-
-/// A photo's thumbnail (any photo of a product: the review's photo strip).
-pub async fn photo_thumbnail(state: State<'_, AppState>, photo_id: i64) -> Result<Option<String>, ErrorReport> {
-    Ok(state.catalog().photo_thumbnail(photo_id).await?)
-}
-
 /// Review's split and merge: photo `index` of item `from` to item `to`, or to a product of its
 /// own; returns the items changed (the new one last). Nothing is sent until asked.
 pub async fn import_move_photo(

@@ -144,8 +144,6 @@ registry! {
     import::import_progress(state) -> ImportProgress;
     import::import_items(state, offset: u32, limit: u32, states: Option<Vec<ItemState>>) -> ImportPage;
     import::import_item(state, id: ItemId) -> ImportItemDetail;
-    import::import_thumbnail(state, id: ItemId) -> Option<String>;
-    import::photo_thumbnail(state, photo_id: i64) -> Option<String>;
     import::import_move_photo(state, from: ItemId, index: u32, to: Option<ItemId>) -> Vec<ItemId>;
     import::import_control(state, action: ImportControl) -> ImportProgress;
     import::import_save_item(state, id: ItemId, product: Product) -> ProductRecord;

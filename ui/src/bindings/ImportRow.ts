@@ -44,7 +44,7 @@ skipped: SkipInfo | null, proposal: ProposalSummary | null,
  */
 flag_count: number, looks_like: LooksLike | null, 
 /**
- * The photo (its thumbnail: [`super::ImportQueue::thumbnail`]).
+ * The photo, once the item was prepared.
  */
 photo_id: number | null, 
 /**
@@ -66,4 +66,9 @@ worked_by: string | null,
  * On a team catalog: the computer that queued the item (its files are on that disk); `None`
  * on a local catalog.
  */
-queued_on: string | null, };
+queued_on: string | null, 
+/**
+ * The photo's hash once the item was prepared: the window loads its thumbnail by it (see
+ * [`crate::catalog::ProductSummary::photo_sha256`]).
+ */
+photo_sha256: string | null, };

@@ -13,7 +13,11 @@ path: string,
  */
 path_bytes: string | null, file_name: string, 
 /**
- * The photo in the catalog once the item was prepared (its thumbnail:
- * [`super::ImportQueue::photo_thumbnail`]).
+ * The photo in the catalog once the item was prepared.
  */
-photo_id: number | null, };
+photo_id: number | null, 
+/**
+ * That photo's hash, which its thumbnail is loaded by (see
+ * [`crate::catalog::ProductSummary::photo_sha256`]).
+ */
+photo_sha256: string | null, };

@@ -50,7 +50,12 @@ deleted_by: string | null,
  * [`Product::validate`] of the saved product: the fields to look at again (uncertain ones;
  * never invalid ones, which cannot be saved).
  */
-flags: Array<FieldFlag>, sha256: string, 
+flags: Array<FieldFlag>, 
+/**
+ * The photo's lowercase hex SHA-256: what it is known by, and what its thumbnail is loaded
+ * by (see [`ProductSummary::photo_sha256`]).
+ */
+sha256: string, 
 /**
  * For display (lossy when the path is not valid UTF-8).
  */
@@ -64,8 +69,4 @@ original_path_bytes: string | null,
  * The computer the original file is on (its host name; a team catalog holds paths from many
  * desktops); `None` for photos recorded before schema version 12.
  */
-original_host: string | null, 
-/**
- * `data:image/jpeg;base64,…`
- */
-thumbnail: string, };
+original_host: string | null, };

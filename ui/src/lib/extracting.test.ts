@@ -12,7 +12,6 @@ import {
   isReviewable,
   markSaved,
   needsDetail,
-  needsThumbnail,
   newCard,
   nextReady,
   productLine,
@@ -22,7 +21,6 @@ import {
   totals,
   upsertRows,
   withDraft,
-  withThumbnail,
   type ExtractCard,
 } from "./extracting";
 import { emptyProduct } from "./form";
@@ -46,6 +44,7 @@ const row = (id: number, patch: Partial<ImportRow> = {}): ImportRow => ({
   photo_count: 1,
   worked_by: null,
   queued_on: null,
+  photo_sha256: null,
   ...patch,
 });
 
@@ -90,9 +89,6 @@ describe("extract cards from the queue's rows", () => {
     expect(cardStatus(cards[0].row)).toBe("preparing");
     cards = upsertRows(cards, [row(1, { state: "extracting", photo_id: 11, updated_at: 1200 })]);
     expect(stageText(cards[0], null)).toBe("Extracting (Gemini)…");
-    expect(needsThumbnail(cards[0])).toBe(true);
-    cards = withThumbnail(cards, 1, "data:image/jpeg;base64,AA");
-    expect(needsThumbnail(cards[0])).toBe(false);
     cards = upsertRows(cards, [ready(1)]);
     expect(needsDetail(cards[0])).toBe(true);
     expect(isReviewable(cards[0])).toBe(false);

@@ -18,8 +18,6 @@ export interface ExtractCard {
   row: ImportRow;
   /** The proposal, flags and call, read once the item is ready. */
   detail: ImportItemDetail | null;
-  /** The prepared photo's thumbnail, once the item has a photo. */
-  thumbnail: string | null;
   /** The reviewer's unsaved edits and the flags computed for them (dropped by a new extraction). */
   draft: Product | null;
   draftFlags: FieldFlag[] | null;
@@ -35,7 +33,7 @@ export function cardStatus(row: ImportRow): CardStatus {
 }
 
 export function newCard(row: ImportRow): ExtractCard {
-  return { id: row.id, row, detail: null, thumbnail: null, draft: null, draftFlags: null, savedName: null };
+  return { id: row.id, row, detail: null, draft: null, draftFlags: null, savedName: null };
 }
 
 const IN_PROGRESS: ReadonlySet<string> = new Set(["queued", "preparing", "extracting"]);
@@ -101,10 +99,6 @@ function change(cards: readonly ExtractCard[], id: number, f: (card: ExtractCard
   return cards.map((c) => (c.id === id ? f(c) : c));
 }
 
-export function withThumbnail(cards: readonly ExtractCard[], id: number, thumbnail: string): ExtractCard[] {
-  return change(cards, id, (c) => ({ ...c, thumbnail }));
-}
-
 export function withDraft(cards: readonly ExtractCard[], id: number, product: Product, flags: FieldFlag[]): ExtractCard[] {
   return change(cards, id, (c) => ({ ...c, draft: product, draftFlags: flags }));
 }
@@ -122,11 +116,6 @@ export function markSaved(cards: readonly ExtractCard[], id: number, productId: 
 
 export function removeCard(cards: readonly ExtractCard[], id: number): ExtractCard[] {
   return cards.filter((c) => c.id !== id);
-}
-
-/** Its thumbnail can be read (the photo is prepared) and was not yet. */
-export function needsThumbnail(card: ExtractCard): boolean {
-  return card.thumbnail === null && card.row.photo_id !== null;
 }
 
 /** Ready, and its proposal not read since the row last changed. */

@@ -40,6 +40,7 @@ function row(overrides: Partial<ImportRow> = {}): ImportRow {
     photo_count: 1,
     worked_by: null,
     queued_on: null,
+    photo_sha256: null,
     ...overrides,
   };
 }

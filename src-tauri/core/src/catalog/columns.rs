@@ -47,8 +47,8 @@ pub(super) fn json_column<T: DeserializeOwned>(row: &impl Columns, idx: usize) -
     }
 }
 
-/// `data:image/jpeg;base64,…` for an `<img src>`.
-pub(crate) fn thumbnail_url(jpeg: &[u8]) -> String {
+/// `data:image/jpeg;base64,…` for an `<img src>` (a photo shown once; thumbnails go by hash).
+pub(crate) fn jpeg_data_url(jpeg: &[u8]) -> String {
     format!("data:image/jpeg;base64,{}", base64::engine::general_purpose::STANDARD.encode(jpeg))
 }
 

@@ -304,7 +304,7 @@ impl Catalog {
     /// or when none was kept): what review shows when the file is on another computer.
     pub async fn prepared_image_url(&self, photo: PhotoId) -> Result<Option<String>, CatalogError> {
         let jpeg = self.run_db(move |db| queries::prepared_image(db, photo)).await?;
-        Ok(jpeg.map(|jpeg| columns::thumbnail_url(&jpeg)))
+        Ok(jpeg.map(|jpeg| columns::jpeg_data_url(&jpeg)))
     }
 
     /// Appends an attempt to the audit trail. `NotFound` if the photo does not exist.
@@ -512,14 +512,6 @@ impl Catalog {
     pub async fn thumbnail_jpeg(&self, sha256: &str) -> Result<Option<Vec<u8>>, CatalogError> {
         let sha256 = sha256.to_string();
         self.run_db(move |db| queries::thumbnail_jpeg(db, &sha256)).await
-    }
-
-    /// A photo's thumbnail as a `data:` URL; `None` when there is no such photo.
-    pub async fn photo_thumbnail(&self, photo: PhotoId) -> Result<Option<String>, CatalogError> {
-        if let Some(server) = self.server() {
-            return server_products::photo_thumbnail(server, photo).await;
-        }
-        self.run("photo thumbnails", move |conn| queries::photo_thumbnail(conn, photo)).await
     }
 
     /// The product extracted from a photo (not a duplicate), deleted or not: the one a new save of

@@ -6,8 +6,6 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::columns::{conversion_error, get_u64, json_column, to_i64};
 use super::db::{Db, Dialect, OptionalRow};
-// `import::store` reads the thumbnail helper from here.
-pub(crate) use super::columns::thumbnail_url;
 use super::records::*;
 use super::CatalogError;
 use crate::barcode::{self, Barcode};
@@ -224,14 +222,6 @@ pub(super) fn thumbnail_jpeg(conn: &Db<'_>, sha256: &str) -> Result<Option<Vec<u
         .optional()?)
 }
 
-pub(super) fn photo_thumbnail(conn: &Connection, photo: PhotoId) -> Result<Option<String>, CatalogError> {
-    Ok(conn
-        .query_row("SELECT thumbnail_jpeg FROM photos WHERE id = ?1", [photo], |r| {
-            Ok(thumbnail_url(r.get_ref(0)?.as_blob()?))
-        })
-        .optional()?)
-}
-
 pub(super) fn attempts(conn: &Db<'_>, photo: PhotoId) -> Result<Vec<AttemptRecord>, CatalogError> {
     let rows = conn.query_map(
         "SELECT id, photo_id, model, started_at, latency_ms, prompt_tokens, output_tokens, thoughts_tokens,
@@ -421,8 +411,8 @@ pub(super) fn insert_revision(conn: &Db<'_>, id: ProductId, source: RevisionSour
 /// The JSON columns are read as text (`CAST` is the same in both dialects; the server's are `json`).
 pub(super) const PRODUCT_RECORD_COLUMNS: &str = "p.id, p.photo_id, p.attempt_id, CAST(p.proposed_json AS TEXT), \
      CAST(p.saved_json AS TEXT), p.revision, p.created_at, p.updated_at, ph.sha256, ph.original_path, \
-     ph.thumbnail_jpeg, p.updated_by, p.duplicate_of, p.deleted_at, p.deleted_by, ph.original_path_bytes, \
-     CAST(a.barcodes_json AS TEXT), ph.original_host";
+     ph.original_host, p.updated_by, p.duplicate_of, p.deleted_at, p.deleted_by, ph.original_path_bytes, \
+     CAST(a.barcodes_json AS TEXT)";
 
 /// FROM and JOINs of [`PRODUCT_RECORD_COLUMNS`].
 pub(super) const PRODUCT_RECORD_FROM: &str =
@@ -441,7 +431,6 @@ pub(super) struct StoredProduct {
     pub updated_at: i64,
     pub sha256: String,
     pub original_path: String,
-    pub thumbnail_jpeg: Vec<u8>,
     pub updated_by: String,
     pub duplicate_of: Option<ProductId>,
     pub deleted_at: Option<i64>,
@@ -477,7 +466,6 @@ impl StoredProduct {
             original_path: self.original_path,
             original_path_bytes: self.original_path_bytes.map(hex::encode),
             original_host: self.original_host,
-            thumbnail: thumbnail_url(&self.thumbnail_jpeg),
         })
     }
 }
@@ -499,14 +487,13 @@ pub(super) fn get_product(conn: &Db<'_>, id: ProductId) -> Result<ProductRecord,
                     updated_at: row.get(7)?,
                     sha256: row.get(8)?,
                     original_path: row.get(9)?,
-                    thumbnail_jpeg: row.get(10)?,
                     updated_by: row.get(11)?,
                     duplicate_of: row.get(12)?,
                     deleted_at: row.get(13)?,
                     deleted_by: row.get(14)?,
                     original_path_bytes: row.get(15)?,
                     barcodes_json: row.get(16)?,
-                    original_host: row.get(17)?,
+                    original_host: row.get(10)?,
                 })
             },
         )

@@ -249,6 +249,8 @@ pub struct ProductRecord {
     /// [`Product::validate`] of the saved product: the fields to look at again (uncertain ones;
     /// never invalid ones, which cannot be saved).
     pub flags: Vec<FieldFlag>,
+    /// The photo's lowercase hex SHA-256: what it is known by, and what its thumbnail is loaded
+    /// by (see [`ProductSummary::photo_sha256`]).
     pub sha256: String,
     /// For display (lossy when the path is not valid UTF-8).
     pub original_path: String,
@@ -258,8 +260,6 @@ pub struct ProductRecord {
     /// The computer the original file is on (its host name; a team catalog holds paths from many
     /// desktops); `None` for photos recorded before schema version 12.
     pub original_host: Option<String>,
-    /// `data:image/jpeg;base64,…`
-    pub thumbnail: String,
 }
 
 /// A row of the catalog list.

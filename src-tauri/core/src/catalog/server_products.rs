@@ -50,27 +50,16 @@ fn stored_product(server: &ServerCatalog, row: &Row) -> Result<StoredProduct, Ca
             updated_at: row.try_get(7)?,
             sha256: row.try_get(8)?,
             original_path: row.try_get(9)?,
-            thumbnail_jpeg: row.try_get(10)?,
             updated_by: row.try_get(11)?,
             duplicate_of: row.try_get(12)?,
             deleted_at: row.try_get(13)?,
             deleted_by: row.try_get(14)?,
             original_path_bytes: row.try_get(15)?,
             barcodes_json: row.try_get(16)?,
-            original_host: row.try_get(17)?,
+            original_host: row.try_get(10)?,
         })
     };
     read().map_err(|e| CatalogError::Server(server.driver_error(&e)))
-}
-
-/// A photo's thumbnail as a `data:` URL; `None` when there is no such photo.
-pub(super) async fn photo_thumbnail(server: &ServerCatalog, photo: PhotoId) -> Result<Option<String>, CatalogError> {
-    let client = server.client().await?;
-    let row = client
-        .query_opt("SELECT thumbnail_jpeg FROM photos WHERE id = $1", &[&photo])
-        .await
-        .map_err(|e| server.driver_error(&e))?;
-    Ok(row.map(|r| super::columns::thumbnail_url(r.get(0))))
 }
 
 /// The photo's extracted product (not a duplicate), deleted or not.

@@ -58,8 +58,3 @@ pub(crate) fn remove_unchanged_product(tx: &Db<'_>, product: ProductId, revision
         params![product, revision],
     )? == 1)
 }
-
-/// A thumbnail's `data:` URL.
-pub(crate) fn thumbnail_url(jpeg: &[u8]) -> String {
-    super::queries::thumbnail_url(jpeg)
-}

@@ -512,11 +512,6 @@ impl ImportQueue {
         self.store().item(id).await
     }
 
-    /// The item's photo thumbnail (`data:image/jpeg;base64,…`), once prepared.
-    pub async fn thumbnail(&self, id: ItemId) -> Result<Option<String>, ImportError> {
-        self.store().thumbnail(id).await
-    }
-
     /// Review's accept: saves `product` (validated like the review form: refused while a field is
     /// invalid) and marks the item saved, in one transaction. The item must be `ready`.
     pub async fn save_item(&self, id: ItemId, product: Product) -> Result<ProductRecord, ImportError> {

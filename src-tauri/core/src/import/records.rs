@@ -293,7 +293,7 @@ pub struct ImportRow {
     /// How many fields of the proposal are flagged (invalid or uncertain).
     pub flag_count: u32,
     pub looks_like: Option<LooksLike>,
-    /// The photo (its thumbnail: [`super::ImportQueue::thumbnail`]).
+    /// The photo, once the item was prepared.
     #[ts(type = "number | null")]
     pub photo_id: Option<PhotoId>,
     /// The product this item was saved as; for a ready item, the product its photo already is
@@ -311,6 +311,9 @@ pub struct ImportRow {
     /// On a team catalog: the computer that queued the item (its files are on that disk); `None`
     /// on a local catalog.
     pub queued_on: Option<String>,
+    /// The photo's hash once the item was prepared: the window loads its thumbnail by it (see
+    /// [`crate::catalog::ProductSummary::photo_sha256`]).
+    pub photo_sha256: Option<String>,
 }
 
 /// A page of the queue.
@@ -371,10 +374,12 @@ pub struct ItemPhoto {
     /// The path's exact bytes in lowercase hex, only when it is not valid UTF-8.
     pub path_bytes: Option<String>,
     pub file_name: String,
-    /// The photo in the catalog once the item was prepared (its thumbnail:
-    /// [`super::ImportQueue::photo_thumbnail`]).
+    /// The photo in the catalog once the item was prepared.
     #[ts(type = "number | null")]
     pub photo_id: Option<PhotoId>,
+    /// That photo's hash, which its thumbnail is loaded by (see
+    /// [`crate::catalog::ProductSummary::photo_sha256`]).
+    pub photo_sha256: Option<String>,
 }
 
 /// What grouping did to a product's photos, stored with the item (`group_json`) for the review.

@@ -148,21 +148,6 @@ impl ImportStore {
         self.run(move |conn| detail(conn, id)).await
     }
 
-    /// The item's photo thumbnail (`data:image/jpeg;base64,…`), once it was prepared.
-    pub async fn thumbnail(&self, id: ItemId) -> Result<Option<String>, ImportError> {
-        self.run(move |conn| {
-            let jpeg: Option<Vec<u8>> = conn
-                .query_row(
-                    "SELECT ph.thumbnail_jpeg FROM import_items i JOIN photos ph ON ph.id = i.photo_id WHERE i.id = ?1",
-                    params![id],
-                    |row| row.get(0),
-                )
-                .optional()?;
-            Ok(jpeg.map(|jpeg| catalog_tx::thumbnail_url(&jpeg)))
-        })
-        .await
-    }
-
     /// Runs `f` on the catalog's connection: the SQLite thread, or a server session (where a
     /// transaction that raced another desktop's runs again, so `f` may run more than once).
     pub(crate) async fn run<T, F>(&self, f: F) -> Result<T, ImportError>
@@ -1404,7 +1389,7 @@ const ROW_SELECT: &str = "
            li.id, li.path, json_extract(li.proposal_json, '$.name'),
            i.origin, i.path_bytes,
            1 + (SELECT count(*) FROM import_item_photos x WHERE x.item_id = i.id),
-           i.lease_owner, i.queued_on
+           i.lease_owner, i.queued_on, (SELECT ph.sha256 FROM photos ph WHERE ph.id = i.photo_id)
     FROM import_items i
     LEFT JOIN products lp ON lp.photo_id = i.looks_like_photo_id AND lp.duplicate_of IS NULL AND lp.deleted_at IS NULL
     LEFT JOIN import_items li ON li.id = (SELECT max(x.id) FROM import_items x
@@ -1465,6 +1450,7 @@ fn row(r: &DbRow<'_>) -> rusqlite::Result<ImportRow> {
         photo_count: r.get(23)?,
         worked_by: r.get(24)?,
         queued_on: r.get(25)?,
+        photo_sha256: r.get(26)?,
     })
 }
 
@@ -1583,10 +1569,13 @@ pub(crate) fn detail(conn: &Db<'_>, id: ItemId) -> Result<ImportItemDetail, Impo
         path_bytes: row.path_bytes.clone(),
         file_name: row.file_name.clone(),
         photo_id: row.photo_id,
+        photo_sha256: row.photo_sha256.clone(),
     };
     let mut photos = vec![first];
     photos.extend(conn.query_map(
-        "SELECT path, path_bytes, photo_id FROM import_item_photos WHERE item_id = ?1 ORDER BY position",
+        "SELECT x.path, x.path_bytes, x.photo_id, ph.sha256
+         FROM import_item_photos x LEFT JOIN photos ph ON ph.id = x.photo_id
+         WHERE x.item_id = ?1 ORDER BY x.position",
         params![id],
         |r| {
             let stored = StoredPath::from_stored(r.get(0)?, r.get(1)?);
@@ -1595,6 +1584,7 @@ pub(crate) fn detail(conn: &Db<'_>, id: ItemId) -> Result<ImportItemDetail, Impo
                 path_bytes: stored.bytes_hex(),
                 path: stored.text().to_owned(),
                 photo_id: r.get(2)?,
+                photo_sha256: r.get(3)?,
             })
         },
     )?);
