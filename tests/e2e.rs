@@ -24,13 +24,26 @@ const PENDING_PORTS: [(u16, u16); 2] = [(4452, 4453), (4454, 4455)];
 const SHOOT_PORTS: (u16, u16) = (4460, 4461);
 const TEAM_PORTS: (u16, u16) = (4462, 4463);
 
-/// tauri-driver, stopped with SIGTERM so it also stops WebKitWebDriver.
-struct Driver(Child, u16);
+/// tauri-driver (its port, and the data dir its app runs on), stopped with SIGTERM so it also
+/// stops WebKitWebDriver.
+struct Driver(Child, u16, PathBuf);
 
 impl Drop for Driver {
+    /// WebKitWebDriver ends the app after its session is closed, but after it has answered the
+    /// close: stopping it at once can leave the app running (seen on a loaded machine), and the
+    /// next window on the data dir would hand its launch to that one. So the app is given time to
+    /// go first; one still there after that (a test that failed mid-session) is stopped.
     fn drop(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(if std::thread::panicking() { 0 } else { 15 });
+        while app_running_on(&self.2).is_some() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
         let _ = Command::new("kill").arg("-TERM").arg(self.0.id().to_string()).status();
         let _ = self.0.wait();
+        if let Some(pid) = app_running_on(&self.2) {
+            eprintln!("the app (pid {pid}) outlived its WebDriver session: stopping it");
+            let _ = Command::new("kill").arg("-TERM").arg(pid.to_string()).status();
+        }
     }
 }
 
@@ -54,7 +67,7 @@ fn start_driver(data_dir: &Path, ports: (u16, u16), env: &[(&str, &str)]) -> Dri
         .stderr(Stdio::inherit())
         .spawn()
         .expect("tauri-driver must be installed (cargo install tauri-driver --locked)");
-    let driver = Driver(child, port);
+    let driver = Driver(child, port, data_dir.to_path_buf());
     let deadline = Instant::now() + Duration::from_secs(20);
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < deadline, "tauri-driver did not listen on {port}");
