@@ -667,6 +667,8 @@ async fn a_team_catalog_shows_what_another_desktop_saves() {
     wait_for(&c, "#nav-products", long).await.click().await.unwrap();
     wait_text(&c, "#catalog-count", "2 products", long).await;
     wait_text(&c, r#"[data-testid="product-row"]"#, "Oat Drink Barista", long).await;
+    // The thumbnails come from the server, by hash, through the same protocol.
+    thumbnails_load(&c, r#"[data-testid="product-row"] img"#, 2, long).await;
     // Give the window's listener a moment to be on the server before bob saves.
     tokio::time::sleep(Duration::from_millis(500)).await;
 
