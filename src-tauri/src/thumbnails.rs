@@ -5,6 +5,8 @@
 //! A page of the catalog list names each row's photo by its content hash
 //! ([`pe_core::catalog::ProductSummary::photo_sha256`]) instead of carrying its image, so a search
 //! reads no image and sends none over IPC; only the rows on screen load theirs (`loading="lazy"`).
+//! The queue's rows, an item's photos and a product's photos name theirs the same way: this is the
+//! only way a thumbnail reaches the window.
 //! A hash names one content whichever catalog is open, so a response never goes stale: the webview
 //! may keep it for good (`immutable`).
 //!
