@@ -63,8 +63,7 @@ pub async fn respond(state: &AppState, request: &Request<Vec<u8>>) -> Response<C
 
 /// The hash a path names: `/<64 lowercase hex digits>`, nothing more.
 fn hash_of(path: &str) -> Option<&str> {
-    let hash = path.strip_prefix('/')?;
-    (hash.len() == 64 && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))).then_some(hash)
+    path.strip_prefix('/').filter(|hash| pe_core::catalog::is_photo_hash(hash))
 }
 
 /// An empty response with `code`; not cached, so a photo saved later shows on the next look.

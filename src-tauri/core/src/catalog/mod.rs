@@ -116,6 +116,12 @@ pub fn local_host() -> Option<String> {
     HOST.get_or_init(|| whoami::hostname().ok().map(|h| h.trim().to_string()).filter(|h| !h.is_empty())).clone()
 }
 
+/// Whether `text` is a photo's hash as the catalog keeps it: 64 lowercase hexadecimal digits
+/// (SHA-256 of the file's bytes).
+pub fn is_photo_hash(text: &str) -> bool {
+    text.len() == 64 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 /// The database file's name inside the data dir.
 pub const FILE_NAME: &str = "catalog.sqlite3";
 

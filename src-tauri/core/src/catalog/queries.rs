@@ -15,7 +15,7 @@ use crate::product::{FlagKind, Product};
 
 pub(super) fn record_photo(conn: &Db<'_>, photo: &NewPhoto) -> Result<PhotoId, CatalogError> {
     let sha256 = photo.sha256.to_ascii_lowercase();
-    if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if !super::is_photo_hash(&sha256) {
         return Err(CatalogError::invalid("sha256", "must be 64 hexadecimal digits"));
     }
     let file_bytes = to_i64("file_bytes", photo.file_bytes)?;
@@ -214,7 +214,7 @@ pub(super) fn product_photos(conn: &Db<'_>, product: ProductId) -> Result<Vec<Ph
 /// The thumbnail of the photo with `sha256` (lowercase hex); `None` when the catalog has no such
 /// photo, or `sha256` is not a hash (never a query then).
 pub(super) fn thumbnail_jpeg(conn: &Db<'_>, sha256: &str) -> Result<Option<Vec<u8>>, CatalogError> {
-    if sha256.len() != 64 || !sha256.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+    if !super::is_photo_hash(sha256) {
         return Ok(None);
     }
     Ok(conn

@@ -267,14 +267,13 @@ impl Plan {
     fn matching(&self, select: &str, extra: &[&str], ids_only: bool, lookup: Lookup) -> String {
         let mut conditions: Vec<&str> = Vec::new();
         // The words of `product_search` aliased `a`.
-        let words = |a: &str| {
-            match self.lookup(lookup) {
+        let words = |a: &str| match self.lookup(lookup) {
             Lookup::Index => format!("pe_search_keys({a}.search, {a}.id) @@ $1::text::tsquery"),
             Lookup::Band => format!(
-                "pe_search_keys({a}.search, {a}.id) @@ ($1::text::tsquery && quote_literal(pe_search_band_key(b.band))::tsquery)"
+                "pe_search_keys({a}.search, {a}.id) @@ ($1::text::tsquery \
+                 && quote_literal(pe_search_band_key(b.band))::tsquery)"
             ),
             Lookup::Vectors => format!("{a}.search @@ $1::text::tsquery"),
-        }
         };
         let text;
         let from = match (&self.text, self.filters.is_empty() && ids_only) {
