@@ -954,6 +954,46 @@ async fn import_groups_a_shoot_into_products_with_all_their_files() {
     assert_eq!(fake.generate_count(), 6);
 }
 
+/// A shoot renamed in sequence (`photo-000.jpg` … `photo-011.jpg`, how many teams name files) is
+/// twelve products, one request each, and the import says why: a stderr note and the summary's
+/// `sequences` (before, the stem rule took the numbers for photo numbers of one product "photo"
+/// and cut the twelve into two products of six).
+#[tokio::test(flavor = "multi_thread")]
+async fn import_says_a_numbered_sequence_is_one_product_a_photo() {
+    let fake = FakeGemini::start(FakeOptions::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let shoot = dir.path().join("renamed");
+    std::fs::create_dir_all(&shoot).unwrap();
+    for i in 0..12u64 {
+        std::fs::write(
+            shoot.join(format!("photo-{i:03}.jpg")),
+            fake_gemini::photos::sample_jpeg(700 + i, 320, 240, 85),
+        )
+        .unwrap();
+    }
+    let env = [("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &fake.base_url() as &str)];
+    let out = cli(&dir.path().join("data"), &env, &["import", "--json", shoot.to_str().unwrap()]).await;
+    let lines = json_lines(&out);
+    assert_eq!(out.status.code(), Some(0), "{lines:?}");
+    let products: Vec<&Value> = lines.iter().filter(|l| l.get("state").is_some()).collect();
+    assert_eq!(products.len(), 12, "{lines:?}");
+    assert!(products.iter().all(|l| l.get("files").is_none()), "one photo each: {products:?}");
+    assert_eq!(fake.generate_count(), 12, "one request per photo");
+    let summary = &lines.last().unwrap()["summary"];
+    let sequences = summary["sequences"].as_array().expect("the summary names the sequence");
+    assert_eq!(sequences.len(), 1, "{summary}");
+    assert_eq!(
+        (&sequences[0]["first"], &sequences[0]["last"], &sequences[0]["photos"]),
+        (&json!("photo-000.jpg"), &json!("photo-011.jpg"), &json!(12))
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("note: 12 photos named photo-000.jpg … photo-011.jpg look like a numbered sequence"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("group_by = \"folder\""), "it says how to change it: {stderr}");
+}
+
 /// `catalog check --json` against the real server (`scripts/with-postgres`): connects, migrates a
 /// fresh database, prints the versions and the URL with its password masked; the password never
 /// appears on stdout or stderr. Other commands refuse a server catalog with a clear message.

@@ -252,6 +252,11 @@ fn demo_mode_extract_review_save_list() {
     // Nothing is in the catalog until Save.
     let item = extract_ready(&webview, json!([fixture()]));
     assert_eq!(item, cards[0]["id"], "the same photo dropped again is the same card");
+    // The configured alias is priced as the model that answered for it, in Settings as in the
+    // cost meter (not "price unknown").
+    let settings = invoke(&webview, "get_settings", json!({})).unwrap();
+    assert_eq!(settings["gemini"]["model"], "gemini-flash-latest", "{settings}");
+    assert_eq!(settings["pricing"]["model_price"]["model"], "gemini-3-flash-preview", "{settings}");
     let empty = invoke(&webview, "query_products", json!({"query": {}})).unwrap();
     assert_eq!(empty, json!({"total": 0, "total_capped": false, "rows": []}));
 
@@ -643,8 +648,9 @@ fn the_cost_meter_reports_spend_and_sets_the_budget() {
 
     // Before any call: the image-token rule for a prepared photo.
     let estimate = invoke(&webview, "estimate_photos", json!({"photos": 1000})).unwrap();
-    assert_eq!(estimate["per_photo"]["measured_calls"], 0);
-    assert!(estimate["per_photo"]["tokens"]["input"].as_u64().unwrap() > 4 * 258, "{estimate}");
+    assert_eq!(estimate["per_call"]["measured_calls"], 0);
+    assert!(estimate["per_call"]["tokens"]["input"].as_u64().unwrap() > 4 * 258, "{estimate}");
+    assert_eq!((&estimate["products"], &estimate["photos"]), (&json!(1000), &json!(1000)));
     assert!(estimate["usd"].as_f64().unwrap() > 0.1, "{estimate}");
 
     let item = extract_ready(&webview, json!([fixture()]));
@@ -658,7 +664,7 @@ fn the_cost_meter_reports_spend_and_sets_the_budget() {
     assert_eq!(report["days"][0]["model"], "gemini-2.5-flash-lite");
     assert_eq!(report["spent_today"]["usd"].as_f64().unwrap(), cost);
     let estimate = invoke(&webview, "estimate_photos", json!({"photos": 2})).unwrap();
-    assert_eq!(estimate["per_photo"]["measured_calls"], 1, "now from the catalog's own call");
+    assert_eq!(estimate["per_call"]["measured_calls"], 1, "now from the catalog's own call");
 
     let report = invoke(&webview, "set_daily_budget", json!({"usd": 2.5})).unwrap();
     assert_eq!(report["daily_budget_usd"], 2.5);
@@ -779,4 +785,56 @@ fn settings_choose_a_team_catalog_and_keep_its_password_in_the_keyring() {
 
     let status = invoke(&webview, "choose_catalog", json!({"url": null, "password": null})).unwrap();
     assert_eq!(status["catalog_setting"], json!(null), "{status}");
+}
+
+/// Waits until `import_progress` says `kind`; returns that progress.
+fn wait_for_status(webview: &WebviewWindow<MockRuntime>, kind: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let progress = invoke(webview, "import_progress", json!({})).unwrap();
+        if progress["status"]["kind"] == kind {
+            return progress;
+        }
+        assert!(Instant::now() < deadline, "the queue never said {kind}: {progress}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A photo dropped without a key waits, the queue stopped for the key, and no call is counted
+/// (nothing reached Gemini); turning the demo on fixes the cause, and the photo is extracted
+/// without anyone pressing Resume.
+#[test]
+fn a_photo_stopped_for_the_key_goes_on_once_the_demo_is_on_and_no_call_is_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_app, webview) = app(dir.path(), env_of(&[]));
+    let rows = invoke(&webview, "extract_photos", json!({"paths": [fixture()]})).unwrap();
+    let id = rows[0]["id"].clone();
+    let stopped = wait_for_status(&webview, "stopped");
+    assert_eq!(stopped["status"]["code"], "gemini_auth", "{stopped}");
+    assert!(stopped["status"]["message"].as_str().unwrap().contains("No Gemini API key"), "{stopped}");
+    let item = invoke(&webview, "import_item", json!({ "id": id })).unwrap();
+    assert_eq!(item["row"]["state"], "queued", "it waits, it does not fail: {item}");
+    let report = invoke(&webview, "usage_report", json!({})).unwrap();
+    assert_eq!((&report["spent_today"]["calls"], &report["days"]), (&json!(0), &json!([])), "{report}");
+    // The demo's shoot waits too: one product of two photos, which the estimate counts as one
+    // call carrying two photos (not as "1 waiting photo").
+    let shoot = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/demo-shoot");
+    let queued = invoke(&webview, "import_paths", json!({"paths": [shoot], "batch": false})).unwrap();
+    assert_eq!(queued["queued"], 1, "{queued}");
+    let estimate = invoke(&webview, "estimate_photos", json!({"photos": null})).unwrap();
+    assert_eq!((&estimate["products"], &estimate["photos"]), (&json!(2), &json!(3)), "{estimate}");
+    let one = invoke(&webview, "estimate_photos", json!({"photos": 1})).unwrap();
+    let image_tokens = |e: &Value| e["tokens"]["input"].as_u64().unwrap();
+    assert!(image_tokens(&estimate) > 2 * image_tokens(&one), "the second photo's image adds: {estimate} {one}");
+
+    invoke(&webview, "set_demo_mode", json!({"enabled": true})).unwrap();
+    wait_for_status(&webview, "finished");
+    let item = invoke(&webview, "import_item", json!({ "id": id })).unwrap();
+    assert_eq!(item["row"]["state"], "ready", "{item}");
+    let report = invoke(&webview, "usage_report", json!({})).unwrap();
+    assert_eq!(report["spent_today"]["calls"], 2, "the photo and the shoot's product: {report}");
+    // What the Import view says was spent covers every item it lists (both drops), as Usage does.
+    let progress = invoke(&webview, "import_progress", json!({})).unwrap();
+    assert_eq!(progress["queue_cost"]["calls"], 2, "{progress}");
+    assert_eq!(progress["queue_cost"]["usd"], report["spent_today"]["usd"], "{progress} {report}");
 }

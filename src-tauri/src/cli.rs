@@ -459,7 +459,7 @@ async fn extract(state: &AppState, args: ExtractArgs) -> i32 {
         claims: ClaimScope::Interactive,
         fail_fast: true,
         lookahead: Some(0),
-        ..state.effective_config().import_options()
+        ..state.import_options()
     };
     let queue = match ImportQueue::open(pipeline.clone(), options).await {
         Ok(queue) => queue,

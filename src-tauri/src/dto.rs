@@ -115,16 +115,19 @@ pub struct UserPrice {
 pub struct PricingSettings {
     /// The user's rows: they override the list prices and extend the table.
     pub rows: Vec<UserPrice>,
-    /// The price the configured model's calls are billed at; `None` shows "price unknown".
+    /// The price the configured model's calls are billed at; `None` shows "price unknown". An
+    /// alias (`gemini-flash-latest`) is priced as the model that answers for it, as its calls are.
     pub model_price: Option<PriceRow>,
 }
 
 impl PricingSettings {
-    pub fn of(config: &Config) -> Self {
+    /// `answered_by`: the model the configured one's calls are answered by (an alias's model, as
+    /// looked up or as its latest answer named it), when known.
+    pub fn of(config: &Config, answered_by: Option<&str>) -> Self {
         let pricing = &config.pricing;
         let rows =
             pricing.models.iter().map(|(model, price)| UserPrice { model: model.clone(), price: *price }).collect();
-        let model_price = pricing.price_for(&config.gemini.model, None).map(|m| PriceRow {
+        let model_price = pricing.price_for(&config.gemini.model, answered_by).map(|m| PriceRow {
             user: pricing.models.contains_key(&m.model),
             model: m.model,
             price: m.price,

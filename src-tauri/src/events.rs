@@ -89,10 +89,6 @@ pub async fn resilience_bridge<R: Runtime>(app: AppHandle<R>, state: AppState) {
 /// as `import://progress`, coalesced like the breaker's snapshots, and each item's change as
 /// `import://item`.
 pub async fn import_bridge<R: Runtime>(app: AppHandle<R>, state: AppState) {
-    if state.catalog().server().is_some() {
-        // A team catalog has no import queue on this desktop yet (see `ImportQueue::open`).
-        return;
-    }
     let mut warned = false;
     let queue = loop {
         match state.import_queue().await {
@@ -196,6 +192,7 @@ mod tests {
             in_flight: 0,
             changes: 0,
             cost: Default::default(),
+            queue_cost: Default::default(),
             batches: Vec::new(),
         }
     }

@@ -200,8 +200,24 @@ impl AppState {
         let queue = self
             .shared
             .import
-            .get_or_try_init(|| ImportQueue::open(self.pipeline(), window_import_options(&self.effective_config())));
+            .get_or_try_init(|| ImportQueue::open(self.pipeline(), window_import_options(self.import_options())));
         Ok(queue.await?.clone())
+    }
+
+    /// How this data dir's processes work the import queue (the settings in effect): on a team
+    /// catalog, the processes of this data dir share one worker (the window, else the first
+    /// terminal command), as they do on a SQLite catalog; its lock file is in the data dir, named
+    /// after the server catalog (its location without the password).
+    pub fn import_options(&self) -> ImportOptions {
+        let mut options = self.effective_config().import_options();
+        if self.shared.catalog.server().is_some() {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            self.shared.catalog.location().hash(&mut hasher);
+            let name = format!("team-{:016x}.import-lock", hasher.finish());
+            options.worker_lock = Some(self.shared.paths.data_dir.join(name));
+        }
+        options
     }
 
     /// The import queue uses the pipeline in effect from its next item on.
@@ -457,7 +473,7 @@ fn read_keyring(
 
 /// The window's import prepares photos on all cores but one, so the window itself stays
 /// responsive while hundreds of photos are decoded (the CLI uses them all).
-fn window_import_options(config: &pe_core::config::Config) -> ImportOptions {
+fn window_import_options(options: ImportOptions) -> ImportOptions {
     let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
-    ImportOptions { prepare_concurrency: cores.saturating_sub(1).max(1), ..config.import_options() }
+    ImportOptions { prepare_concurrency: cores.saturating_sub(1).max(1), ..options }
 }

@@ -370,6 +370,12 @@ impl Pipeline {
     /// configured long edge, 4:3) for the model's family and media resolution. `usd` is `None` when
     /// the model has no price.
     pub async fn estimate_call(&self, size: Option<(u32, u32)>) -> Result<CallEstimate, CatalogError> {
+        Ok(self.call_tokens(size).await?.0)
+    }
+
+    /// [`Pipeline::estimate_call`], and the model the estimate is priced as (the one that
+    /// answered the measured calls).
+    async fn call_tokens(&self, size: Option<(u32, u32)>) -> Result<(CallEstimate, Option<String>), CatalogError> {
         let model = self.gemini.model();
         let (tokens, version, measured_calls) = match self.catalog.measured_call(model).await? {
             Some(m) => (m.tokens, m.model_version, m.calls),
@@ -379,17 +385,31 @@ impl Pipeline {
             }
         };
         let usd = self.pricing.cost(model, version.as_deref(), tokens, false);
-        Ok(CallEstimate { tokens: tokens.into(), usd, measured_calls })
+        Ok((CallEstimate { tokens: tokens.into(), usd, measured_calls }, version))
     }
 
-    /// What `photos` more photos are expected to cost (see [`Pipeline::estimate_call`]).
-    pub async fn estimate_photos(&self, photos: u32) -> Result<PhotosEstimate, CatalogError> {
-        let per_photo = self.estimate_call(None).await?;
-        let n = u64::from(photos);
-        let t = per_photo.tokens;
-        let tokens = TokenCounts { input: t.input * n, cached_input: t.cached_input * n, output: t.output * n };
-        let usd = per_photo.usd.map(|u| Usd::from_nanos(u.nanos().saturating_mul(i64::from(photos))));
-        Ok(PhotosEstimate { photos, per_photo, tokens, usd })
+    /// What `products` more products of `photos` photos in all are expected to cost: one call
+    /// each (see [`Pipeline::estimate_call`]). A measured call already holds this catalog's mix
+    /// of products of one and of several photos; the image-token rule adds each further photo's
+    /// image tokens to its product's call.
+    pub async fn estimate_products(&self, products: u32, photos: u32) -> Result<PhotosEstimate, CatalogError> {
+        let (per_call, version) = self.call_tokens(None).await?;
+        let photos = photos.max(products);
+        let calls = u64::from(products);
+        let t = per_call.tokens;
+        let extra_images = if per_call.measured_calls > 0 {
+            0
+        } else {
+            let (w, h) = pricing::prepared_size(self.image.max_long_edge);
+            self.gemini.image_tokens(w, h) * u64::from(photos - products)
+        };
+        let tokens = BilledTokens {
+            input: t.input * calls + extra_images,
+            cached_input: t.cached_input * calls,
+            output: t.output * calls,
+        };
+        let usd = self.pricing.cost(self.gemini.model(), version.as_deref(), tokens, false);
+        Ok(PhotosEstimate { products, photos, per_call, tokens: tokens.into(), usd })
     }
 
     /// Tokens and cost of today's calls (the local day of the pipeline's clock).
@@ -431,12 +451,15 @@ pub struct CallEstimate {
     pub measured_calls: u32,
 }
 
-/// What a number of photos is expected to cost.
+/// What a number of products (one call each) of a number of photos is expected to cost.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, TS)]
 #[ts(export)]
 pub struct PhotosEstimate {
+    /// The calls: one per product.
+    pub products: u32,
+    /// Their photos (at least one a product).
     pub photos: u32,
-    pub per_photo: CallEstimate,
+    pub per_call: CallEstimate,
     pub tokens: TokenCounts,
     /// `None`: the model has no price.
     pub usd: Option<Usd>,
@@ -551,7 +574,13 @@ impl GeminiCall {
                     StackError::Call(e) => (e.raw_response().map(str::to_owned), e.billed_usage().map(attempt_usage)),
                     _ => (None, None),
                 };
-                let audited = matches!(rejection, StackError::Call(_) | StackError::Timeout(_));
+                // Only what reached Gemini is a call: the stack's own rejections and a missing key
+                // (nothing was sent) leave no attempt.
+                let audited = match &rejection {
+                    StackError::Call(e) => !matches!(e, GeminiError::MissingKey),
+                    StackError::Timeout(_) => true,
+                    _ => false,
+                };
                 let error = match ExtractError::from(rejection) {
                     ExtractError::CircuitOpen(rejection, _) => ExtractError::CircuitOpen(rejection, opened_by),
                     error => error,

@@ -349,6 +349,13 @@ fn breaker_row_14_forced_open_rejects_everything_and_stays() {
     assert!(h.cb.try_acquire().is_err());
     let s = h.snap();
     assert_eq!((s.state, s.not_permitted_calls), (BreakerState::ForcedOpen, 2));
+    // FORCED_OPEN's own window holds nothing (as Resilience4j's), but what the panel calls the
+    // configuration stays the configuration: a window of 20 calls, a minimum of 10.
+    assert_eq!((s.window_size, s.minimum_number_of_calls), (0, 0));
+    assert_eq!(
+        (s.configured_window_type, s.configured_window_size, s.configured_minimum_number_of_calls),
+        (SlidingWindowType::CountBased, 20, 10)
+    );
     assert_eq!(
         h.kinds(),
         vec![transition(BreakerState::Closed, BreakerState::ForcedOpen), BreakerEventKind::ForcedOpen],

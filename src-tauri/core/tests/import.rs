@@ -159,7 +159,10 @@ async fn a_folder_is_imported_recursively_with_exactly_k_calls_in_flight() {
 
     let started = Instant::now();
     let report = queue.enqueue(vec![s.folder("shoot")], EnqueueOptions::default()).await.unwrap();
-    assert_eq!(report, EnqueueReport { queued: 12, duplicates: 0, skipped: 2, unchanged: 0 });
+    assert_eq!(
+        report,
+        EnqueueReport { queued: 12, duplicates: 0, skipped: 2, unchanged: 0, ..EnqueueReport::default() }
+    );
     let progress = settled(&queue).await;
     let elapsed = started.elapsed();
 
@@ -367,7 +370,10 @@ async fn duplicates_by_hash_are_recognized_and_can_be_forced() {
 
     // Already in the catalog (a), already queued (b, twice): nothing is sent.
     let report = queue.enqueue(vec![copies.clone()], EnqueueOptions::default()).await.unwrap();
-    assert_eq!(report, EnqueueReport { queued: 0, duplicates: 3, skipped: 0, unchanged: 0 });
+    assert_eq!(
+        report,
+        EnqueueReport { queued: 0, duplicates: 3, skipped: 0, unchanged: 0, ..EnqueueReport::default() }
+    );
     let progress = settled(&queue).await;
     assert_eq!(progress.duplicates, 3);
     assert_eq!(s.fake.generate_count(), 2);
@@ -515,7 +521,7 @@ async fn a_breaker_forced_open_pauses_until_it_is_released() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_bad_key_stops_the_queue_items_stay_queued_and_a_new_key_finishes_it() {
+async fn a_bad_key_stops_the_queue_items_stay_queued_and_a_new_key_finishes_it_by_itself() {
     let s = Setup::with(Duration::from_millis(50), 2).await;
     let files = s.photos("in", 5, 900);
     let queue = ImportQueue::open(s.pipeline("not-the-key"), ImportOptions::default()).await.unwrap();
@@ -538,8 +544,11 @@ async fn a_bad_key_stops_the_queue_items_stay_queued_and_a_new_key_finishes_it()
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(s.fake.generate_count(), sent);
 
+    // Settings saved with the same key (another setting changed): still stopped, nothing sent.
+    queue.set_pipeline(s.pipeline("not-the-key"));
+    assert!(matches!(queue.progress().borrow().status, ImportStatus::Stopped { .. }));
+    // Another key: fixing the cause is enough, the queue goes on without Resume.
     queue.set_pipeline(s.pipeline(KEY));
-    queue.resume();
     let progress = settled(&queue).await;
     assert_eq!(progress.status, ImportStatus::Finished);
     assert_eq!(progress.counts, counts(5, 0, 0, 0));

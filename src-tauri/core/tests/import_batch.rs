@@ -126,6 +126,12 @@ async fn a_batch_import_goes_through_pending_running_succeeded_and_one_item_erro
     // Every attempt is marked as the batch's (priced at the batch rate).
     let marked = batch_attempts(&s.catalog).await;
     assert_eq!(marked, 6);
+    // The import's running total (what `import --json`'s summary reports) is what the catalog
+    // recorded for those six calls, to the nanodollar.
+    let recorded = s.catalog.spent_between(0, i64::MAX).await.unwrap();
+    assert_eq!(recorded.calls, 6);
+    assert!(recorded.usd > pe_core::pricing::Usd::ZERO, "{recorded:?}");
+    assert_eq!((p.cost.calls, p.cost.usd, p.cost.input_tokens), (6, recorded.usd, recorded.input_tokens), "{p:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

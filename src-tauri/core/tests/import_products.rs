@@ -107,7 +107,10 @@ async fn a_shoot_is_grouped_into_products_and_each_product_is_one_request() {
         10,
     );
     let enqueued = s.import(vec![shoot.clone()], stem(6)).await;
-    assert_eq!(enqueued.report, EnqueueReport { queued: 3, duplicates: 0, skipped: 0, unchanged: 0 });
+    assert_eq!(
+        enqueued.report,
+        EnqueueReport { queued: 3, duplicates: 0, skipped: 0, unchanged: 0, ..EnqueueReport::default() }
+    );
     assert_eq!(enqueued.files.len(), 6, "every file says where it went");
 
     let products = s.products().await;
@@ -148,7 +151,10 @@ async fn a_shoot_is_grouped_into_products_and_each_product_is_one_request() {
 
     // The same shoot again: nothing new, nothing sent.
     let again = s.import(vec![shoot.clone()], stem(6)).await;
-    assert_eq!(again.report, EnqueueReport { queued: 0, duplicates: 0, skipped: 0, unchanged: 6 });
+    assert_eq!(
+        again.report,
+        EnqueueReport { queued: 0, duplicates: 0, skipped: 0, unchanged: 6, ..EnqueueReport::default() }
+    );
     assert_eq!(s.generate_bodies().len(), 3);
 
     // A copy of a saved product's third photo elsewhere is already in the catalog.
@@ -169,7 +175,10 @@ async fn the_same_bytes_in_a_group_are_sent_once_and_an_oversized_group_is_split
     // box_5 has the same bytes as box_1.
     std::fs::copy(shoot.join("box_1.jpg"), shoot.join("box_5.jpg")).unwrap();
     let enqueued = s.import(vec![shoot], stem(2)).await;
-    assert_eq!(enqueued.report, EnqueueReport { queued: 2, duplicates: 1, skipped: 0, unchanged: 0 });
+    assert_eq!(
+        enqueued.report,
+        EnqueueReport { queued: 2, duplicates: 1, skipped: 0, unchanged: 0, ..EnqueueReport::default() }
+    );
     let products = s.products().await;
     let groups: Vec<Vec<&str>> = products.iter().map(file_names).collect();
     // box_5.jpg was split off into a third part, then found to be box_1's bytes: that part is

@@ -22,7 +22,7 @@ use clap::{Args, Subcommand};
 use pe_core::catalog::CostTotal;
 use pe_core::import::{
     EnqueueOptions, GroupBy, Grouping, ImportItemDetail, ImportProgress, ImportQueue, ImportStatus, ImportStore,
-    ItemChanged, ItemId, ItemState, SkipInfo, SkipReason,
+    ItemChanged, ItemId, ItemState, SequenceNote, SkipInfo, SkipReason,
 };
 use pe_core::pipeline::{checked_for_save, Pipeline};
 use pe_core::resilience::ResilienceStack;
@@ -98,7 +98,7 @@ pub async fn run(state: &AppState, args: ImportArgs) -> i32 {
         Err(message) => return usage_error(&message),
     };
     let run_started = (pipeline.clock())();
-    let options = state.effective_config().import_options();
+    let options = state.import_options();
     let queue = match ImportQueue::open(pipeline.clone(), options).await {
         Ok(queue) => queue,
         Err(e) => return usage_error(&e.to_string()),
@@ -119,6 +119,7 @@ pub async fn run(state: &AppState, args: ImportArgs) -> i32 {
         give_up_after: args.give_up_after,
         last_progress: Instant::now(),
         gave_up: None,
+        sequences: Vec::new(),
         given: HashSet::new(),
     };
     let code = run.work(args.paths, run_started).await;
@@ -130,7 +131,7 @@ pub async fn run(state: &AppState, args: ImportArgs) -> i32 {
     if code == EXIT_USAGE {
         return code;
     }
-    let summary = summary(&progress, &cost, &pipeline, args.json, run.gave_up.as_deref());
+    let summary = summary(&progress, &cost, &pipeline, args.json, run.gave_up.as_deref(), &run.sequences);
     if writeln!(run.stdout, "{summary}").is_err() {
         return EXIT_FAILED;
     }
@@ -174,6 +175,8 @@ struct Run {
     last_progress: Instant,
     /// Why the run gave up, for the summary.
     gave_up: Option<String>,
+    /// The numbered sequences the grouping found (each photo its own product), for the summary.
+    sequences: Vec<SequenceNote>,
     /// The paths on the command line, absolute as the queue stores them: one of them that cannot
     /// be read or listed is an error (exit 1), not a skip.
     given: HashSet<StoredPath>,
@@ -200,6 +203,12 @@ impl Run {
                 return EXIT_FAILED;
             }
         };
+        // Photos numbered in sequence were queued one product each: say so (stderr, and the
+        // summary's `sequences`), as the window's Import view does.
+        for note in &enqueued.report.sequences {
+            eprintln!("note: {}", note.message);
+        }
+        self.sequences = enqueued.report.sequences.clone();
         // A given path that cannot be read is an error line in every run, also when an earlier
         // run listed it already (its row is not new, so no event and no catch-up would print it).
         let given: Vec<ItemId> =
@@ -537,7 +546,14 @@ fn text_line(d: &ImportItemDetail, save: bool, given: bool) -> (String, bool) {
     }
 }
 
-fn summary(p: &ImportProgress, cost: &CostTotal, pipeline: &Pipeline, json: bool, gave_up: Option<&str>) -> String {
+fn summary(
+    p: &ImportProgress,
+    cost: &CostTotal,
+    pipeline: &Pipeline,
+    json: bool,
+    gave_up: Option<&str>,
+    sequences: &[SequenceNote],
+) -> String {
     let breaker = pipeline.stack().breaker().actuator_json();
     let c = &p.counts;
     if json {
@@ -553,6 +569,9 @@ fn summary(p: &ImportProgress, cost: &CostTotal, pipeline: &Pipeline, json: bool
         }});
         if let Some(why) = gave_up {
             value["summary"]["gave_up"] = json!(why);
+        }
+        if !sequences.is_empty() {
+            value["summary"]["sequences"] = json!(sequences);
         }
         value.to_string()
     } else {

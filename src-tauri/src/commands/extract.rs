@@ -38,10 +38,6 @@ pub async fn extract_photos(state: State<'_, AppState>, paths: Vec<String>) -> R
 /// The interactive items not saved or discarded yet (waiting, in progress, ready for review,
 /// failed), oldest first: the Extract view's cards after a restart.
 pub async fn extract_pending(state: State<'_, AppState>) -> Result<Vec<ImportRow>, ErrorReport> {
-    if state.catalog().server().is_some() {
-        // A team catalog keeps no import queue on this desktop yet: nothing waits for review.
-        return Ok(Vec::new());
-    }
     let rows = state.import_queue().await?.interactive_open().await?;
     crate::mark_interactive();
     Ok(rows)

@@ -124,7 +124,7 @@ async fn connect_team(
 }
 
 pub async fn get_settings(state: State<'_, AppState>) -> Result<Settings, ErrorReport> {
-    Ok(settings_of(&state))
+    Ok(settings_of(&state).await)
 }
 
 pub async fn save_settings(state: State<'_, AppState>, input: SettingsInput) -> Result<Settings, ErrorReport> {
@@ -136,7 +136,7 @@ pub async fn save_settings(state: State<'_, AppState>, input: SettingsInput) -> 
         ApiKeyChange::Clear => state.set_keyring_key(None).await?,
         ApiKeyChange::Keep | ApiKeyChange::SetInConfigFile { .. } => {}
     }
-    Ok(settings_of(&state))
+    Ok(settings_of(&state).await)
 }
 
 pub async fn test_connection(state: State<'_, AppState>) -> Result<ConnectionCheck, ErrorReport> {
@@ -157,15 +157,34 @@ pub async fn set_demo_mode(state: State<'_, AppState>, enabled: bool) -> Result<
     state.set_demo(enabled).await
 }
 
-fn settings_of(state: &AppState) -> Settings {
+async fn settings_of(state: &AppState) -> Settings {
     let file = state.file_config();
+    let answered_by = answered_by(state, &file.gemini.model).await;
     Settings {
         gemini: GeminiSettings::of(&file),
         image: file.image.clone(),
         resilience: file.resilience.clone(),
-        pricing: PricingSettings::of(&file),
+        pricing: PricingSettings::of(&file, answered_by.as_deref()),
         api_key: state.key_status(),
         config_path: state.paths().config_file.display().to_string(),
+    }
+}
+
+/// The model `model`'s calls are answered by, as they are priced: the alias's model the client
+/// looked up, else the one its newest answer in this catalog named; `None` when neither is known.
+async fn answered_by(state: &AppState, model: &str) -> Option<String> {
+    let pipeline = state.pipeline();
+    if pipeline.gemini().model() == model {
+        if let Some(resolved) = pipeline.gemini().resolved_model() {
+            return Some(resolved.to_string());
+        }
+    }
+    match state.catalog().measured_call(model).await {
+        Ok(measured) => measured.and_then(|m| m.model_version),
+        Err(e) => {
+            tracing::debug!("no answered model for the price in Settings: {e}");
+            None
+        }
     }
 }
 

@@ -31,13 +31,14 @@ pub async fn photo_cost(state: State<'_, AppState>, photo_id: i64) -> Result<Cos
     Ok(state.catalog().photo_cost(photo_id).await?)
 }
 
-/// What `photos` more photos would cost; with `None`, the import queue's waiting items.
+/// What `photos` more photos would cost (each its own product); with `None`, the import queue's
+/// waiting items (one call each, with all their photos).
 pub async fn estimate_photos(state: State<'_, AppState>, photos: Option<u32>) -> Result<PhotosEstimate, ErrorReport> {
-    let photos = match photos {
-        Some(n) => n,
-        None => state.import_queue().await?.progress().borrow().counts.active(),
+    let (products, photos) = match photos {
+        Some(n) => (n, n),
+        None => state.import_queue().await?.store().waiting().await?,
     };
-    Ok(state.pipeline().estimate_photos(photos).await?)
+    Ok(state.pipeline().estimate_products(products, photos).await?)
 }
 
 async fn report(state: &AppState) -> Result<UsageReport, ErrorReport> {

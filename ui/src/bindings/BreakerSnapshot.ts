@@ -35,6 +35,11 @@ window_size: number,
  */
 minimum_number_of_calls: number, 
 /**
+ * The configured closed-state window and minimum, whatever the current state's window is
+ * (DISABLED and FORCED_OPEN record nothing: their window holds 0 calls, minimum 0).
+ */
+configured_window_type: SlidingWindowType, configured_window_size: number, configured_minimum_number_of_calls: number, 
+/**
  * A count window's outcomes, oldest first.
  */
 calls: Array<RecordedCall>, 

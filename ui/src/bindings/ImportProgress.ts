@@ -44,6 +44,11 @@ changes: number,
  */
 cost: CostTotal, 
 /**
+ * What the calls for the items in the queue cost, read with the counts: every process's and
+ * desktop's, retries and failures included (what the Import view's "spent" says).
+ */
+queue_cost: CostTotal, 
+/**
  * Batch mode: the newest batches (those not finished, and those that changed since the
  * oldest listed item was queued) with their state and time of submission.
  */

@@ -3,9 +3,17 @@ import type { CallEstimate } from "./CallEstimate";
 import type { TokenCounts } from "./TokenCounts";
 
 /**
- * What a number of photos is expected to cost.
+ * What a number of products (one call each) of a number of photos is expected to cost.
  */
-export type PhotosEstimate = { photos: number, per_photo: CallEstimate, tokens: TokenCounts, 
+export type PhotosEstimate = { 
+/**
+ * The calls: one per product.
+ */
+products: number, 
+/**
+ * Their photos (at least one a product).
+ */
+photos: number, per_call: CallEstimate, tokens: TokenCounts, 
 /**
  * `None`: the model has no price.
  */

@@ -12,6 +12,7 @@ export type PricingSettings = {
  */
 rows: Array<UserPrice>, 
 /**
- * The price the configured model's calls are billed at; `None` shows "price unknown".
+ * The price the configured model's calls are billed at; `None` shows "price unknown". An
+ * alias (`gemini-flash-latest`) is priced as the model that answers for it, as its calls are.
  */
 model_price: PriceRow | null, };

@@ -17,11 +17,13 @@ import {
   probesText,
   pushHistory,
   rateChart,
+  recordsNothing,
   stateClass,
   stateInfo,
   stateLabel,
   trimHistory,
   windowCells,
+  windowText,
   type RatePoint,
 } from "./breaker";
 
@@ -43,6 +45,9 @@ function breaker(over: Partial<BreakerSnapshot> = {}): BreakerSnapshot {
     window_type: "count_based",
     window_size: 10,
     minimum_number_of_calls: 10,
+    configured_window_type: "count_based",
+    configured_window_size: 10,
+    configured_minimum_number_of_calls: 10,
     calls: ["success", "failure", "success"],
     buckets: [],
     half_open: null,
@@ -238,5 +243,19 @@ describe("bulkhead", () => {
   it("counts slots in use", () => {
     expect(bulkheadSlots(4, 1)).toEqual({ inUse: 3, max: 4, fraction: 0.75, text: "3 of 4 slots in use" });
     expect(bulkheadSlots(0, 0).fraction).toBe(0);
+  });
+});
+
+describe("the configured window", () => {
+  it("is named as configured, whatever the current state's window holds", () => {
+    expect(windowText("count_based", 20)).toBe("20 calls (count-based)");
+    expect(windowText("count_based", 1)).toBe("1 call (count-based)");
+    expect(windowText("time_based", 60)).toBe("60 s (time-based)");
+  });
+
+  it("says that DISABLED and FORCED_OPEN record nothing", () => {
+    expect(recordsNothing("forced_open")).toBe(true);
+    expect(recordsNothing("disabled")).toBe(true);
+    for (const state of ["closed", "open", "half_open", "metrics_only"] as const) expect(recordsNothing(state)).toBe(false);
   });
 });

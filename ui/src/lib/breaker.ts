@@ -7,6 +7,7 @@ import type { BreakerState } from "../bindings/BreakerState";
 import type { BucketSummary } from "../bindings/BucketSummary";
 import type { RecordedCall } from "../bindings/RecordedCall";
 import type { ResilienceSnapshot } from "../bindings/ResilienceSnapshot";
+import type { SlidingWindowType } from "../bindings/SlidingWindowType";
 
 // ---------------------------------------------------------------------------------------------
 // States
@@ -139,6 +140,17 @@ export function badgeDetail(breaker: BreakerSnapshot, now: number): string {
   if (breaker.state === "open" && breaker.open) return badgeCountdown(breaker.open.probe_allowed_at_ms, now);
   if (breaker.state === "half_open" && breaker.half_open) return probesText(breaker.half_open.permits_used, breaker.half_open.permits_permitted);
   return "";
+}
+
+/** DISABLED and FORCED_OPEN record no calls: their window holds nothing until the breaker is
+ * set back to normal. */
+export function recordsNothing(state: BreakerState): boolean {
+  return state === "disabled" || state === "forced_open";
+}
+
+/** "20 calls (count-based)", "60 s (time-based)": a window as configured. */
+export function windowText(type: SlidingWindowType, size: number): string {
+  return type === "count_based" ? `${size} call${size === 1 ? "" : "s"} (count-based)` : `${size} s (time-based)`;
 }
 
 /** "3 of 5 probes". */

@@ -16,6 +16,7 @@ import {
   nextReady,
   productLine,
   queueHold,
+  cardWait,
   removeCard,
   stageText,
   totals,
@@ -71,6 +72,7 @@ const progress = (status: ImportStatus): ImportProgress => ({
   in_flight: 0,
   changes: 3,
   cost: { calls: 0, input_tokens: 0, cached_tokens: 0, output_tokens: 0, usd: 0, unpriced_calls: 0 },
+  queue_cost: { calls: 0, input_tokens: 0, cached_tokens: 0, output_tokens: 0, usd: 0, unpriced_calls: 0 },
   batches: [],
 });
 
@@ -209,5 +211,35 @@ describe("extract cards from the queue's rows", () => {
     expect(isDiscardable(cards[1])).toBe(true);
     cards = removeCard(cards, 2);
     expect(cards.map((c) => c.id)).toEqual([1, 3, 4]);
+  });
+});
+
+describe("cardWait", () => {
+  const budget = progress({ kind: "paused_budget", until_unix_ms: Date.UTC(2025, 0, 2), message: "Today's Gemini budget ($0.001) is spent; resumes tomorrow or raise it in Settings." });
+
+  it("says why a prepared photo waits at the gate, and what to do: never a bare Preparing…", () => {
+    const prepared = newCard(row(7, { state: "preparing" }));
+    expect(stageText(prepared, budget)).toBe("Paused: Today's Gemini budget ($0.001) is spent; resumes tomorrow or raise it in Settings.");
+    expect(cardWait(prepared, budget)?.actions).toEqual(["open_settings"]);
+    expect(cardWait(newCard(row(8)), budget)?.actions).toEqual(["open_settings"]);
+    // While the queue runs, a photo being prepared is just that.
+    expect(stageText(prepared, progress({ kind: "running" }))).toBe("Preparing…");
+    expect(cardWait(prepared, progress({ kind: "running" }))).toBeNull();
+  });
+
+  it("offers what fixes each hold", () => {
+    const card = newCard(row(9));
+    const open = progress({ kind: "paused_breaker", until_unix_ms: null, message: "forced" });
+    expect(cardWait(card, open)?.actions).toEqual(["open_status"]);
+    expect(cardWait(card, progress({ kind: "paused_by_user" }))?.actions).toEqual(["resume"]);
+    const noKey = progress({ kind: "stopped", code: "gemini_auth", message: "No Gemini API key is configured." });
+    expect(cardWait(card, noKey)?.actions).toEqual(["open_settings", "resume"]);
+    const disk = progress({ kind: "stopped", code: "io", message: "The disk is full." });
+    expect(cardWait(card, disk)?.actions).toEqual(["resume"]);
+    const quota = progress({ kind: "waiting_quota", until_unix_ms: Date.UTC(2025, 0, 1, 9), message: "quota" });
+    expect(cardWait(card, quota)).toEqual({ text: expect.stringContaining("quota"), actions: [] });
+    // A card being extracted or done is not held by the queue.
+    expect(cardWait(newCard(row(10, { state: "extracting" })), budget)).toBeNull();
+    expect(cardWait(newCard(ready(11)), budget)).toBeNull();
   });
 });

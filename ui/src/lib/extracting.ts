@@ -163,13 +163,14 @@ export function totals(cards: readonly ExtractCard[]): CardTotals {
   return t;
 }
 
-/** Why a queued photo waits, when the whole queue does (paused, held by the breaker or a quota,
- * stopped, or worked by another process); null while the queue runs. */
+/** Why a waiting photo waits, when the whole queue does (paused, held by the breaker, a quota or
+ * the daily budget, stopped, or worked by another process); null while the queue runs. */
 export function queueHold(progress: ImportProgress | null, locale?: string, timeZone?: string): string | null {
   if (progress === null) return null;
   switch (progress.status.kind) {
     case "paused_by_user":
     case "paused_breaker":
+    case "paused_budget":
     case "waiting_quota":
     case "stopped":
       return statusLine(progress, locale, timeZone).text;
@@ -180,15 +181,48 @@ export function queueHold(progress: ImportProgress | null, locale?: string, time
   }
 }
 
+/** What a card can do about what holds it: the view where the cause is fixed, or Resume. */
+export type WaitAction = "open_settings" | "open_status" | "resume";
+
+/** Why a card that has not been sent yet waits, and what to do about it, when the whole queue
+ * waits; null while the queue runs (or for a card past that point). A photo waits queued, or
+ * prepared at the gate (`preparing`): both say why, never a bare "Preparing…" with a spinner. */
+export function cardWait(
+  card: ExtractCard,
+  progress: ImportProgress | null,
+  locale?: string,
+  timeZone?: string,
+): { text: string; actions: WaitAction[] } | null {
+  const status = cardStatus(card.row);
+  if (status !== "queued" && status !== "preparing") return null;
+  const text = queueHold(progress, locale, timeZone);
+  if (text === null || progress === null) return null;
+  const s = progress.status;
+  switch (s.kind) {
+    case "paused_breaker":
+      return { text, actions: ["open_status"] };
+    case "paused_budget":
+      return { text, actions: ["open_settings"] };
+    case "paused_by_user":
+      return { text, actions: ["resume"] };
+    case "stopped":
+      return { text, actions: SETTINGS_CODES.has(s.code) ? ["open_settings", "resume"] : ["resume"] };
+    default:
+      return { text, actions: [] };
+  }
+}
+
+/** The stops a change in Settings fixes (a missing or rejected key, an unknown model, a setting). */
+const SETTINGS_CODES: ReadonlySet<string> = new Set(["gemini_auth", "gemini_not_found", "gemini_not_available", "config"]);
+
 /** The stage text shown on a card. */
 export function stageText(card: ExtractCard, progress: ImportProgress | null, locale?: string, timeZone?: string): string {
   const row = card.row;
+  const wait = cardWait(card, progress, locale, timeZone);
+  if (wait) return wait.text;
   switch (cardStatus(row)) {
-    case "queued": {
-      const hold = queueHold(progress, locale, timeZone);
-      if (hold) return hold;
+    case "queued":
       return row.last_error ? `Waiting: ${row.last_error.message}` : "Queued";
-    }
     case "preparing":
       return "Preparing…";
     case "extracting":

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { ImportProgress } from "../bindings/ImportProgress";
 import type { ImportRow } from "../bindings/ImportRow";
-import { batchLine, describeEnqueue, formatEta, formatSince, formatThroughput, looksLikeText, percentDone, photosText, rowDetail, statusLine, workedByText } from "./importing";
+import { batchLine, describeEnqueue, formatEta, formatSince, formatThroughput, looksLikeText, percentDone, photosText, rowDetail, queueControls, stateLabel, statusLine, waitingText, workedByText } from "./importing";
 
 function progress(overrides: Partial<ImportProgress> = {}): ImportProgress {
   return {
@@ -15,6 +15,7 @@ function progress(overrides: Partial<ImportProgress> = {}): ImportProgress {
     in_flight: 0,
     changes: 0,
     cost: { calls: 0, input_tokens: 0, cached_tokens: 0, output_tokens: 0, usd: 0, unpriced_calls: 0 },
+    queue_cost: { calls: 0, input_tokens: 0, cached_tokens: 0, output_tokens: 0, usd: 0, unpriced_calls: 0 },
     batches: [],
     ...overrides,
   };
@@ -131,8 +132,12 @@ describe("rows", () => {
 
 describe("describeEnqueue", () => {
   it("says what a drop added", () => {
-    expect(describeEnqueue({ queued: 1, duplicates: 0, skipped: 0, unchanged: 0 })).toBe("1 photo queued.");
-    expect(describeEnqueue({ queued: 12, duplicates: 3, skipped: 1, unchanged: 2 })).toBe(
+    expect(describeEnqueue({ queued: 1, duplicates: 0, skipped: 0, unchanged: 0, sequences: [] })).toBe("1 photo queued.");
+    const note = { folder: "/shoot", first: "photo-000.jpg", last: "photo-059.jpg", photos: 60, message: "…" };
+    expect(describeEnqueue({ queued: 60, duplicates: 0, skipped: 0, unchanged: 0, sequences: [note] })).toBe(
+      "60 photos queued, 60 numbered in sequence, one product each (see Import).",
+    );
+    expect(describeEnqueue({ queued: 12, duplicates: 3, skipped: 1, unchanged: 2, sequences: [] })).toBe(
       "12 photos queued, 3 already known (not sent again), 1 skipped, 2 already listed.",
     );
   });
@@ -156,5 +161,44 @@ describe("batches", () => {
     expect(batchLine(submitting, t0)).toBe("Batch submitting · 1 photo");
     const expired = { ...running, state: "expired" as const, error: "Gemini's batch expired; the photo is queued again." };
     expect(batchLine(expired, t0)).toBe("Batch expired · 20 photos · submitted just now · Gemini's batch expired; the photo is queued again.");
+  });
+});
+
+describe("waitingText", () => {
+  it("counts photos when each is its own product, and products with their photos otherwise", () => {
+    expect(waitingText({ products: 1, photos: 1 })).toBe("1 waiting photo");
+    expect(waitingText({ products: 3, photos: 3 })).toBe("3 waiting photos");
+    // A product of two photos is one call: not "1 waiting photo".
+    expect(waitingText({ products: 1, photos: 2 })).toBe("1 waiting product (2 photos)");
+    expect(waitingText({ products: 4, photos: 9 })).toBe("4 waiting products (9 photos)");
+  });
+});
+
+describe("queueControls", () => {
+  const p = (status: ImportProgress["status"], queued = 0, preparing = 0): ImportProgress => ({
+    ...progress(),
+    status,
+    counts: { ...progress().counts, queued, preparing },
+  });
+
+  it("offers Pause and an ETA only while calls are being sent", () => {
+    expect(queueControls(p({ kind: "running" }, 3))).toMatchObject({ pause: true, eta: true, fix: null, waitingAtGate: false });
+  });
+
+  it("a spent budget: no Pause, no ETA, the photo at the gate waits, Settings fixes it", () => {
+    const budget = p({ kind: "paused_budget", until_unix_ms: 1, message: "Today's Gemini budget ($0.001) is spent." }, 0, 1);
+    const c = queueControls(budget);
+    expect(c).toEqual({ pause: false, resume: false, fix: "open_settings", eta: false, waitingAtGate: true });
+    expect(stateLabel("preparing", c)).toBe("Prepared, waiting");
+    expect(stateLabel("preparing", queueControls(p({ kind: "running" }, 0, 1)))).toBe("Preparing");
+  });
+
+  it("an open breaker waits for Gemini status; a stop for the key for Settings and Resume", () => {
+    expect(queueControls(p({ kind: "paused_breaker", until_unix_ms: null, message: "forced" }, 2))).toMatchObject({ pause: false, resume: false, fix: "open_status" });
+    const noKey = p({ kind: "stopped", code: "gemini_auth", message: "No key" }, 2);
+    expect(queueControls(noKey)).toMatchObject({ pause: false, resume: true, fix: "open_settings", eta: false });
+    expect(queueControls(p({ kind: "stopped", code: "io", message: "disk" }, 2)).fix).toBeNull();
+    expect(queueControls(p({ kind: "paused_by_user" }, 2))).toMatchObject({ pause: false, resume: true });
+    expect(queueControls(p({ kind: "finished" }))).toMatchObject({ pause: false, resume: false });
   });
 });

@@ -7,6 +7,7 @@ import type { EnqueueReport } from "../bindings/EnqueueReport";
 import type { ImportProgress } from "../bindings/ImportProgress";
 import type { ImportRow } from "../bindings/ImportRow";
 import type { ItemState } from "../bindings/ItemState";
+import type { PhotosEstimate } from "../bindings/PhotosEstimate";
 
 /** The states in the order the counts are shown. */
 export const STATE_ORDER: ItemState[] = ["queued", "preparing", "extracting", "submitted", "ready", "saved", "failed", "skipped"];
@@ -114,6 +115,43 @@ export function statusLine(progress: ImportProgress, locale?: string, timeZone?:
   }
 }
 
+/** What the Import view offers for the queue's state: Pause while calls are being sent, Resume
+ * when it waits for the user, the view that fixes a hold or a stop, and an ETA only while it is
+ * sending (a hold waits for a time or for the user, not for the throughput). */
+export interface QueueControls {
+  pause: boolean;
+  resume: boolean;
+  fix: "open_settings" | "open_status" | null;
+  eta: boolean;
+  /** Items in `preparing` are prepared and waiting at the gate, not being prepared. */
+  waitingAtGate: boolean;
+}
+
+const SETTINGS_STOPS: ReadonlySet<string> = new Set(["gemini_auth", "gemini_not_found", "gemini_not_available", "config"]);
+
+export function queueControls(progress: ImportProgress): QueueControls {
+  const s = progress.status;
+  const held = s.kind === "paused_breaker" || s.kind === "paused_budget" || s.kind === "waiting_quota";
+  const fix =
+    s.kind === "paused_budget" || (s.kind === "stopped" && SETTINGS_STOPS.has(s.code))
+      ? "open_settings"
+      : s.kind === "paused_breaker"
+        ? "open_status"
+        : null;
+  return {
+    pause: s.kind === "running",
+    resume: !held && s.kind !== "running" && progress.counts.queued + progress.counts.preparing > 0,
+    fix,
+    eta: s.kind === "running",
+    waitingAtGate: held || s.kind === "paused_by_user" || s.kind === "stopped",
+  };
+}
+
+/** A state's chip label: `preparing` items of a held queue are prepared and wait to be sent. */
+export function stateLabel(state: ItemState, controls: Pick<QueueControls, "waitingAtGate">): string {
+  return state === "preparing" && controls.waitingAtGate ? "Prepared, waiting" : STATE_LABELS[state];
+}
+
 /** The secondary text of a row: the proposal, the error, or why it was skipped. */
 export function rowDetail(row: ImportRow): string {
   if (row.skipped) return row.skipped.message;
@@ -124,6 +162,13 @@ export function rowDetail(row: ImportRow): string {
 }
 
 /** "3 photos" for a product of several photos (its first is the row's file); null for one photo. */
+/** What an estimate of the waiting items is for: "3 waiting photos", or "1 waiting product
+ * (2 photos)" when products have several (each product is one call). */
+export function waitingText(estimate: Pick<PhotosEstimate, "products" | "photos">): string {
+  if (estimate.photos <= estimate.products) return plural(estimate.products, "waiting photo");
+  return `${plural(estimate.products, "waiting product")} (${plural(estimate.photos, "photo")})`;
+}
+
 export function photosText(row: ImportRow): string | null {
   return row.photo_count > 1 ? `${row.photo_count} photos` : null;
 }
@@ -156,5 +201,7 @@ export function describeEnqueue(report: EnqueueReport): string {
   if (report.duplicates > 0) parts.push(`${report.duplicates} already known (not sent again)`);
   if (report.skipped > 0) parts.push(`${report.skipped} skipped`);
   if (report.unchanged > 0) parts.push(`${report.unchanged} already listed`);
+  const numbered = report.sequences.reduce((n, s) => n + s.photos, 0);
+  if (numbered > 0) parts.push(`${numbered} numbered in sequence, one product each (see Import)`);
   return parts.join(", ") + ".";
 }

@@ -322,8 +322,16 @@ impl PgSession {
         self.alone.set(true);
     }
 
-    /// Starts a seam transaction (see [`SEAM_LOCK`]).
+    /// Starts a seam transaction (see [`SEAM_LOCK`]). A transaction inside another is refused,
+    /// as SQLite refuses it: PostgreSQL would only warn, then the inner `COMMIT` would end the
+    /// outer transaction and the rest of it would run outside any.
     fn begin(&self) -> Result<(), DbError> {
+        if self.in_tx.get() {
+            return Err(DbError::Sqlite(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
+                Some("cannot start a transaction within a transaction".into()),
+            )));
+        }
         if self.alone.get() && !self.held.get() {
             self.batch(&format!("SELECT pg_advisory_lock({SEAM_LOCK})"))?;
             self.held.set(true);

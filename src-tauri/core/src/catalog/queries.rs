@@ -14,13 +14,20 @@ use crate::pricing::Usd;
 use crate::product::{FlagKind, Product};
 
 pub(super) fn record_photo(conn: &Db<'_>, photo: &NewPhoto) -> Result<PhotoId, CatalogError> {
+    let tx = conn.transaction()?;
+    let id = insert_photo(&tx, photo)?;
+    tx.commit()?;
+    Ok(id)
+}
+
+/// Inserts (or refreshes) the photo's row inside the caller's transaction.
+fn insert_photo(conn: &Db<'_>, photo: &NewPhoto) -> Result<PhotoId, CatalogError> {
     let sha256 = photo.sha256.to_ascii_lowercase();
     if !super::is_photo_hash(&sha256) {
         return Err(CatalogError::invalid("sha256", "must be 64 hexadecimal digits"));
     }
     let file_bytes = to_i64("file_bytes", photo.file_bytes)?;
-    let tx = conn.transaction()?;
-    let id = tx.query_row(
+    Ok(conn.query_row(
         "INSERT INTO photos (sha256, original_path, file_bytes, width, height, format, thumbnail_jpeg,
                              first_seen_at, last_seen_at, original_path_bytes, original_host)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10)
@@ -44,9 +51,7 @@ pub(super) fn record_photo(conn: &Db<'_>, photo: &NewPhoto) -> Result<PhotoId, C
             super::local_host(),
         ],
         |row| row.get(0),
-    )?;
-    tx.commit()?;
-    Ok(id)
+    )?)
 }
 
 /// [`record_photo`] and, on a server, its prepared image (`photo_images`, pg/0009) in the same
@@ -60,7 +65,7 @@ pub(super) fn record_prepared_photo(
         return record_photo(conn, photo);
     }
     let tx = conn.transaction()?;
-    let id = record_photo(&tx, photo)?;
+    let id = insert_photo(&tx, photo)?;
     tx.execute(
         "INSERT INTO photo_images (photo_id, jpeg, width, height, barcodes_json, stored_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)

@@ -11,6 +11,11 @@ use super::db::Db;
 use super::records::{AttemptId, NewAttempt, PhotoId, ProductId, ProductRecord, RevisionSource, SaveProduct};
 use super::CatalogError;
 
+/// What the calls for the import queue's items cost (see `usage::queue_cost`).
+pub(crate) fn queue_cost(conn: &Db<'_>) -> Result<super::CostTotal, CatalogError> {
+    super::usage::queue_cost(conn)
+}
+
 /// Records an attempt (the audit trail) inside `tx`.
 pub(crate) fn record_attempt(tx: &Db<'_>, attempt: &NewAttempt) -> Result<AttemptId, CatalogError> {
     super::queries::record_attempt_in(tx, attempt)

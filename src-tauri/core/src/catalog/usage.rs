@@ -71,7 +71,11 @@ pub struct MeasuredCall {
 /// How many recent calls an average is taken over.
 pub const MEASURED_CALLS: u32 = 200;
 
-const TOTAL_COLUMNS: &str = "count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(cached_tokens), 0),
+/// The calls: every attempt but those older versions recorded for a missing key (`gemini_auth`
+/// with no answer: nothing reached Gemini; a key Gemini rejected keeps its answer).
+const TOTAL_COLUMNS: &str =
+    "count(*) FILTER (WHERE error_code IS NULL OR error_code <> 'gemini_auth' OR raw_response IS NOT NULL),
+     coalesce(sum(prompt_tokens), 0), coalesce(sum(cached_tokens), 0),
      coalesce(sum(output_tokens), 0), coalesce(sum(cost_nanos), 0),
      count(*) FILTER (WHERE prompt_tokens IS NOT NULL AND cost_nanos IS NULL)";
 
@@ -108,6 +112,17 @@ pub(super) fn usage_by_day(conn: &Db<'_>, since: i64, utc_offset_ms: i64) -> Res
 pub(super) fn spent_between(conn: &Db<'_>, from: i64, to: i64) -> Result<CostTotal, CatalogError> {
     let sql = format!("SELECT {TOTAL_COLUMNS} FROM attempts WHERE started_at >= ?1 AND started_at < ?2");
     Ok(conn.query_row(&sql, params![from, to], |row| total_at(row, 0))?)
+}
+
+/// What the calls for the import queue's items cost: the attempts on each item's (first) photo
+/// made since the item was queued, whichever process or desktop made them (retries, failures and
+/// batch answers included; an attempt two items share counted once).
+pub(super) fn queue_cost(conn: &Db<'_>) -> Result<CostTotal, CatalogError> {
+    let sql = format!(
+        "SELECT {TOTAL_COLUMNS} FROM attempts WHERE id IN (
+             SELECT a.id FROM import_items i JOIN attempts a ON a.photo_id = i.photo_id AND a.started_at >= i.queued_at)"
+    );
+    Ok(conn.query_row(&sql, params![], |row| total_at(row, 0))?)
 }
 
 /// Every attempt for a photo (a product's extractions, retries and failures included).

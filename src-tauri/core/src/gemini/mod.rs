@@ -157,6 +157,9 @@ struct Inner {
     /// When a lookup last failed: the next is tried only [`LOOKUP_RETRY`] later (a failure is
     /// not kept for good: an app started offline learns the family once it is online).
     lookup_failed_at: std::sync::Mutex<Option<std::time::Instant>>,
+    /// The model an alias stands for (`models.get`'s `baseModelId`), once looked up: what its
+    /// calls are priced as before the first answer names it.
+    base_model_id: std::sync::OnceLock<String>,
 }
 
 /// How long after a failed `models.get` the next call goes without a thinking field instead of
@@ -287,6 +290,7 @@ impl GeminiClient {
                     None => tokio::sync::OnceCell::new(),
                 },
                 lookup_failed_at: std::sync::Mutex::new(None),
+                base_model_id: std::sync::OnceLock::new(),
                 model,
             }),
         })
@@ -304,6 +308,14 @@ impl GeminiClient {
     }
 
     /// The model id requests go to.
+    /// Whether `other` calls the same model at the same address with the same key: a client
+    /// that differs in any of them may fix what stopped calls (a missing or rejected key, a model
+    /// that does not exist for the key).
+    pub fn same_target(&self, other: &GeminiClient) -> bool {
+        let (a, b) = (&self.inner, &other.inner);
+        a.base_url == b.base_url && a.model == b.model && a.api_key == b.api_key
+    }
+
     pub fn model(&self) -> &str {
         &self.inner.model
     }
@@ -355,6 +367,9 @@ impl GeminiClient {
                     }
                 };
                 let family = models::family_of_model_info(&info);
+                if let Some(id) = info.base_model_id.as_deref().filter(|id| !id.is_empty()) {
+                    let _ = self.inner.base_model_id.set(id.to_string());
+                }
                 tracing::info!(
                     model = %self.inner.model,
                     base_model_id = info.base_model_id.as_deref().unwrap_or(""),
@@ -365,6 +380,12 @@ impl GeminiClient {
             })
             .await;
         looked_up.map_or(None, |family| *family)
+    }
+
+    /// The model the configured alias stands for, once [`GeminiClient::model_family`] looked it up
+    /// (`None` before, and for a model named by its own id).
+    pub fn resolved_model(&self) -> Option<&str> {
+        self.inner.base_model_id.get().map(String::as_str)
     }
 
     /// `GET /v1beta/models/{model}`: what Gemini says about the configured model.

@@ -519,6 +519,10 @@ async fn settle(shared: &Arc<Shared>, open: &OpenBatch, status: BatchStatus) -> 
         if to != ItemState::Queued {
             shared.record_finished();
         }
+        // Billed like a direct call's answer: this import's running total counts it.
+        if let Some(attempt) = &finish.attempt {
+            shared.add_cost(attempt);
+        }
         let counted = shared.counted(move |conn| store::finish(conn, &finish, now)).await?;
         if counted.value {
             shared.item_changed(id, to, &counted);

@@ -104,7 +104,7 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
                 } else {
                     let (now, lease, asked) = (shared.now(), shared.options.lease, want.clone());
                     match shared.counted(move |conn| store::claim(conn, &want, lease, now)).await {
-                        Ok(Counted { value: items, counts, duplicates, seq }) => {
+                        Ok(Counted { value: items, counts, duplicates, cost, seq }) => {
                             // An origin that gave fewer than asked has nothing more queued for
                             // this desktop: look again only after a change.
                             for (origin, n) in asked {
@@ -115,7 +115,7 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
                                     }
                                 }
                             }
-                            let counted = Counted { value: (), counts, duplicates, seq };
+                            let counted = Counted { value: (), counts, duplicates, cost, seq };
                             if items.is_empty() {
                                 shared.publish(&counted, 0);
                             }

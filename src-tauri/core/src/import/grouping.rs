@@ -16,10 +16,23 @@
 //! Only one part goes: `a_b_2.jpg` has the stem `a_b` (with `a_b.jpg`, not with `a.jpg`), and
 //! `sku123_back_2.jpg` the stem `sku123_back`.
 //!
-//! Two choices the issue leaves open, made so that a camera's own names are not lumped together:
-//! - **A photo number has at most 3 digits.** `IMG_0001.jpg`, `DSC_1234.jpg` and
-//!   `PXL_20240105_123456789.jpg` are counters or timestamps, so each such photo keeps its whole
-//!   name as its stem (its own product, unless a barcode joins it to another).
+//! A third form comes from marketplace image exports (Amazon's): a dot, then `MAIN`, `PT01` to
+//! `PT99` or `SWCH`/`SWATCH` (any case): `B00SKU.MAIN.jpg`, `B00SKU.PT01.jpg`. Other dots are part
+//! of the name (`sku.v2.jpg` is its own stem).
+//!
+//! Choices made so that a camera's or a renamed shoot's numbers are not lumped together, decided
+//! from how files are really named (the table in the tests: shop exports `SKU_1`, `SKU-front`,
+//! `SKU.PT01`, `SKU_01`; cameras `IMG_0001`, `DSC01234`, `PXL_20240105_123456789`; batch renames
+//! `Shoot_001`, `photo-000`):
+//! - **A photo number has at most 2 digits.** Shops number a product's photos 1 to a dozen
+//!   (`_1`, `-2`, `_01`); three digits or more (`IMG_0001`, `DSC_1234`, `Shoot_001`, `photo-059`)
+//!   are counters of a whole shoot or timestamps, so each such photo keeps its whole name as its
+//!   stem (its own product, unless a barcode joins it to another).
+//! - **A numbered sequence is not a product.** A stem group larger than `max_photos_per_product`
+//!   whose photos are only numbered (`p_1` … `p_40`, no side word) is a shoot numbered in order:
+//!   each of its photos is its own product, as is each photo of a run of counters sharing a
+//!   prefix (`photo-000` … `photo-059`). Both are reported as [`Sequence`]s, so the import says
+//!   so instead of silently making products of six.
 //! - **Dates and times are not split.** A number that ends a run of three or more numbers joined by
 //!   the same separator (`2024-01-05`, `2024_01_05`, `14-32-10`) is part of a date or a time, not a
 //!   photo number: `2024-01-05.jpg` and `2024-01-06.jpg` are two products. A number after the date
@@ -48,7 +61,7 @@ use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-use super::records::{GroupNote, SplitNote};
+use super::records::{GroupNote, SequenceNote, SplitNote};
 use super::scan::Scanned;
 use super::store::Entry;
 use crate::stored_path::StoredPath;
@@ -119,9 +132,85 @@ pub struct Split {
 /// photo `i`; missing entries read nothing), then split groups larger than `max_photos` (at
 /// least 1).
 pub fn plan<P: AsRef<Path>>(paths: &[P], rule: GroupBy, max_photos: usize, barcodes: &[Vec<String>]) -> Vec<Group> {
+    plan_noting(paths, rule, max_photos, barcodes).0
+}
+
+/// [`plan`], and the numbered sequences the stem rule found (each of their photos is a product
+/// of its own), for the import to report.
+pub fn plan_noting<P: AsRef<Path>>(
+    paths: &[P],
+    rule: GroupBy,
+    max_photos: usize,
+    barcodes: &[Vec<String>],
+) -> (Vec<Group>, Vec<Sequence>) {
     let groups = group_photos(paths, rule);
+    let (groups, sequences) =
+        if rule == GroupBy::Stem { unpack_sequences(paths, groups, max_photos) } else { (groups, Vec::new()) };
     let groups = merge_by_barcode(groups, barcodes);
-    split_oversized(groups, max_photos)
+    (split_oversized(groups, max_photos), sequences)
+}
+
+/// Photos the stem rule found to be a numbered sequence, each queued as a product of its own:
+/// indices into the paths given, in number order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sequence {
+    pub photos: Vec<usize>,
+}
+
+/// The stem rule's groups with its numbered sequences unpacked into products of one photo: a
+/// group larger than `max_photos` whose photos are only numbered, and the runs of two or more
+/// photos (each alone in its group) named by a shared prefix and a counter of 3 digits or more.
+fn unpack_sequences<P: AsRef<Path>>(paths: &[P], groups: Vec<Group>, max_photos: usize) -> (Vec<Group>, Vec<Sequence>) {
+    let single = |i: usize| Group { photos: vec![i], split: None, merged_by: Vec::new() };
+    let mut out = Vec::with_capacity(groups.len());
+    let mut sequences = Vec::new();
+    for group in groups {
+        let numbered =
+            group.photos.iter().all(|&i| matches!(name_parts(paths[i].as_ref()).part, Part::Number(_) | Part::None));
+        if group.photos.len() > max_photos.max(1) && numbered {
+            sequences.push(Sequence { photos: group.photos.clone() });
+            out.extend(group.photos.into_iter().map(single));
+        } else {
+            out.push(group);
+        }
+    }
+    // Runs of counters: one product each already; found to be reported.
+    let mut runs: HashMap<(Vec<u8>, Vec<u8>), Vec<(u64, usize)>> = HashMap::new();
+    for group in &out {
+        if let [i] = group.photos[..] {
+            if let Some((prefix, number)) = counter_of(paths[i].as_ref()) {
+                runs.entry((folder_key(paths[i].as_ref()), prefix)).or_default().push((number, i));
+            }
+        }
+    }
+    let mut found: Vec<Vec<usize>> = runs
+        .into_values()
+        .filter(|run| run.len() >= 2)
+        .map(|mut run| {
+            run.sort_unstable();
+            run.into_iter().map(|(_, i)| i).collect()
+        })
+        .collect();
+    found.sort_unstable_by_key(|photos: &Vec<usize>| photos.iter().min().copied());
+    sequences.extend(found.into_iter().map(|photos| Sequence { photos }));
+    sequences.sort_unstable_by_key(|s| s.photos.iter().min().copied());
+    (out, sequences)
+}
+
+/// A name that ends with a counter: more digits than a photo number (`IMG_0001`, `DSC01234`,
+/// `photo-059`), not part of a date or a time. The prefix before it (case-folded) and its value.
+fn counter_of(path: &Path) -> Option<(Vec<u8>, u64)> {
+    let stem = path.file_stem()?.as_encoded_bytes();
+    let digits = trailing_digits(stem);
+    if digits <= MAX_PHOTO_NUMBER_DIGITS || digits > 18 || digits == stem.len() {
+        return None;
+    }
+    let start = stem.len() - digits;
+    if SEPARATORS.contains(&stem[start - 1]) && start >= 2 && ends_date_or_time(stem, start - 1) {
+        return None;
+    }
+    let value = stem[start..].iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
+    Some((fold_case(&stem[..start]), value))
 }
 
 /// What an enqueue hands the store next: the scanned `batch` with the files `held` back before,
@@ -129,15 +218,21 @@ pub fn plan<P: AsRef<Path>>(paths: &[P], rule: GroupBy, max_photos: usize, barco
 /// last folder's files are held back (a folder's files come together from the walk, and a
 /// product never spans folders), except after the `last` batch, when everything goes. Skipped
 /// files pass through in place; a group of one photo is a plain file unless it is a split part.
-pub(crate) fn entries(batch: Vec<Scanned>, held: &mut Vec<Scanned>, grouping: Grouping, last: bool) -> Vec<Entry> {
+/// Also returns the numbered sequences found (each of their photos queued as its own product).
+pub(crate) fn entries(
+    batch: Vec<Scanned>,
+    held: &mut Vec<Scanned>,
+    grouping: Grouping,
+    last: bool,
+) -> (Vec<Entry>, Vec<SequenceNote>) {
     if grouping.by == GroupBy::None {
-        return held.drain(..).chain(batch).map(Entry::File).collect();
+        return (held.drain(..).chain(batch).map(Entry::File).collect(), Vec::new());
     }
     held.extend(batch);
     let ready = if last {
         std::mem::take(held)
     } else {
-        let Some(folder) = held.last().map(|s| folder_key(&scanned_path(s))) else { return Vec::new() };
+        let Some(folder) = held.last().map(|s| folder_key(&scanned_path(s))) else { return (Vec::new(), Vec::new()) };
         let keep = held.iter().rev().take_while(|s| folder_key(&scanned_path(s)) == folder).count();
         let rest = held.split_off(held.len() - keep);
         std::mem::replace(held, rest)
@@ -151,8 +246,18 @@ pub(crate) fn entries(batch: Vec<Scanned>, held: &mut Vec<Scanned>, grouping: Gr
         }
     }
     let paths: Vec<PathBuf> = photos.iter().map(|(p, _)| p.to_path_buf()).collect();
+    let (groups, sequences) = plan_noting(&paths, grouping.by, grouping.max_photos, &[]);
+    let notes = sequences
+        .iter()
+        .filter_map(|s| {
+            let (first, last) = (s.photos.first()?, s.photos.last()?);
+            let name = |i: usize| photos[i].0.to_path_buf().file_name().map(|n| n.to_string_lossy().into_owned());
+            let folder = photos[*first].0.to_path_buf().parent().map(|p| p.display().to_string()).unwrap_or_default();
+            Some(SequenceNote::new(folder, name(*first)?, name(*last)?, count(s.photos.len())))
+        })
+        .collect();
     let mut slots: Vec<Option<(StoredPath, Option<String>)>> = photos.into_iter().map(Some).collect();
-    for group in plan(&paths, grouping.by, grouping.max_photos, &[]) {
+    for group in groups {
         let members: Vec<(StoredPath, Option<String>)> =
             group.photos.iter().filter_map(|&i| slots.get_mut(i).and_then(Option::take)).collect();
         let note = group.split.map(|s| GroupNote {
@@ -167,7 +272,7 @@ pub(crate) fn entries(batch: Vec<Scanned>, held: &mut Vec<Scanned>, grouping: Gr
             (_, note) => out.push(Entry::Product { photos: members, note }),
         }
     }
-    out
+    (out, notes)
 }
 
 fn scanned_path(scanned: &Scanned) -> PathBuf {
@@ -329,8 +434,21 @@ const SIDE_WORDS: [(&str, Face); 9] = [
 
 const SEPARATORS: [u8; 3] = [b'_', b'-', b' '];
 
-/// Up to this many digits a trailing number is a photo number (more: a camera counter).
-const MAX_PHOTO_NUMBER_DIGITS: usize = 3;
+/// Up to this many digits a trailing number is a photo number (more: a counter of a shoot).
+const MAX_PHOTO_NUMBER_DIGITS: usize = 2;
+
+/// After a dot, the marketplace export's image variants (Amazon: `SKU.MAIN.jpg`, `SKU.PT01.jpg`,
+/// `SKU.SWCH.jpg`): the main image orders first, then the others by number, the swatch last.
+fn marketplace_variant(tail: &[u8]) -> Option<Part> {
+    if tail.eq_ignore_ascii_case(b"main") {
+        return Some(Part::Side(Face::Front));
+    }
+    if tail.eq_ignore_ascii_case(b"swch") || tail.eq_ignore_ascii_case(b"swatch") {
+        return Some(Part::Side(Face::Detail));
+    }
+    let digits = tail.strip_prefix(b"PT").or_else(|| tail.strip_prefix(b"pt"))?;
+    (digits.len() == 2 && digits.iter().all(u8::is_ascii_digit)).then(|| Part::Number(parse_number(digits)))
+}
 
 fn folder_key(path: &Path) -> Vec<u8> {
     path.parent().map(|p| p.as_os_str().as_encoded_bytes().to_vec()).unwrap_or_default()
@@ -351,6 +469,14 @@ fn split_trailing_part(stem: &[u8]) -> (usize, Part) {
         let before = inner.len() - digits;
         if digits > 0 && before >= 2 && inner[..before].ends_with(b" (") && before > 2 {
             return (before - 2, Part::Copy(parse_number(&inner[before..])));
+        }
+    }
+    // A marketplace export's `.MAIN`, `.PT01`, `.SWCH`.
+    if let Some(dot) = stem.iter().rposition(|&b| b == b'.') {
+        if dot > 0 {
+            if let Some(part) = marketplace_variant(&stem[dot + 1..]) {
+                return (dot, part);
+            }
         }
     }
     // A separator, then a number or a side word, to the end.
@@ -518,6 +644,100 @@ mod tests {
         }
     }
 
+    /// How files are really named, and what the stem rule makes of them: shop and marketplace
+    /// exports group a product's photos; cameras' counters and renamed shoots are one product a
+    /// photo, reported as a numbered sequence (so the import says so instead of silently making
+    /// products of six).
+    #[test]
+    fn naming_conventions_table() {
+        let seq = |prefix: &str, from: usize, to: usize, width: usize| -> Vec<String> {
+            (from..=to).map(|n| format!("d/{prefix}{n:0width$}.jpg")).collect()
+        };
+        // (the files, the product sizes expected in order, the sequences reported: first, last, count)
+        let table: Vec<(&str, Vec<String>, Vec<usize>, Vec<(&str, &str, usize)>)> = vec![
+            (
+                "Shopify-style export, SKU_n",
+                ["SKU123_1", "SKU123_2", "SKU123_3", "SKU456_1", "SKU456_2"].map(|n| format!("d/{n}.jpg")).to_vec(),
+                vec![3, 2],
+                vec![],
+            ),
+            ("zero-padded photo numbers, SKU_01", seq("ABC_", 1, 4, 2), vec![4], vec![]),
+            (
+                "side words, SKU-front / SKU-back",
+                ["SKU-front", "SKU-back", "SKU-side", "OTHER-front"].map(|n| format!("d/{n}.jpg")).to_vec(),
+                vec![3, 1],
+                vec![],
+            ),
+            (
+                "Amazon export, ASIN.MAIN / .PT01 / .SWCH",
+                ["B00X.MAIN", "B00X.PT01", "B00X.PT02", "B00X.SWCH", "B00Y.MAIN", "B00Y.PT01"]
+                    .map(|n| format!("d/{n}.jpg"))
+                    .to_vec(),
+                vec![4, 2],
+                vec![],
+            ),
+            (
+                "camera counter, IMG_0001",
+                seq("IMG_", 1, 3, 4),
+                vec![1, 1, 1],
+                vec![("IMG_0001.jpg", "IMG_0003.jpg", 3)],
+            ),
+            (
+                "camera counter without separator, DSC01234",
+                seq("DSC0", 1234, 1236, 4),
+                vec![1, 1, 1],
+                vec![("DSC01234.jpg", "DSC01236.jpg", 3)],
+            ),
+            (
+                "batch rename, Shoot_001",
+                seq("Shoot_", 1, 10, 3),
+                vec![1; 10],
+                vec![("Shoot_001.jpg", "Shoot_010.jpg", 10)],
+            ),
+            (
+                "the issue's shoot, photo-000 … photo-059",
+                seq("photo-", 0, 59, 3),
+                vec![1; 60],
+                vec![("photo-000.jpg", "photo-059.jpg", 60)],
+            ),
+            ("numbered past the cap, p_1 … p_14", seq("p_", 1, 14, 1), vec![1; 14], vec![("p_1.jpg", "p_14.jpg", 14)]),
+            ("numbered within the cap, p_1 … p_6", seq("p_", 1, 6, 1), vec![6], vec![]),
+            (
+                "phone timestamps, PXL_date_time",
+                ["PXL_20240105_101010123", "PXL_20240105_101512456"].map(|n| format!("d/{n}.jpg")).to_vec(),
+                vec![1, 1],
+                vec![("PXL_20240105_101010123.jpg", "PXL_20240105_101512456.jpg", 2)],
+            ),
+            (
+                "dates stay whole and are no sequence",
+                ["2024-01-05", "2024-01-06", "2024-01-06_2"].map(|n| format!("d/{n}.jpg")).to_vec(),
+                vec![1, 2],
+                vec![],
+            ),
+            ("one camera photo is no sequence", seq("IMG_", 7, 7, 4), vec![1], vec![]),
+        ];
+        for (what, files, sizes, sequences) in table {
+            let (groups, found) = plan_noting(&files, GroupBy::Stem, DEFAULT_MAX_PHOTOS_PER_PRODUCT, &[]);
+            assert_eq!(groups.iter().map(|g| g.photos.len()).collect::<Vec<_>>(), sizes, "{what}");
+            assert!(groups.iter().all(|g| g.split.is_none()), "{what}: nothing is cut into runs of six");
+            let found: Vec<(String, String, usize)> = found
+                .iter()
+                .map(|s| {
+                    let name = |i: usize| files[i].trim_start_matches("d/").to_string();
+                    (name(s.photos[0]), name(*s.photos.last().unwrap()), s.photos.len())
+                })
+                .collect();
+            let expected: Vec<(String, String, usize)> =
+                sequences.iter().map(|(a, b, n)| (a.to_string(), b.to_string(), *n)).collect();
+            assert_eq!(found, expected, "{what}");
+        }
+        // Two runs in two folders are two sequences; the folder rule reports none.
+        let mut two = seq("IMG_", 1, 2, 4);
+        two.extend(["e/IMG_0001.jpg".to_string(), "e/IMG_0002.jpg".to_string()]);
+        assert_eq!(plan_noting(&two, GroupBy::Stem, 6, &[]).1.len(), 2);
+        assert!(plan_noting(&two, GroupBy::Folder, 6, &[]).1.is_empty());
+    }
+
     #[test]
     fn folder_and_none_rules() {
         let files = ["a/x.jpg", "b/y.jpg", "a/z_2.jpg", "a/front.jpg", "y.jpg"];
@@ -595,12 +815,19 @@ mod tests {
 
     #[test]
     fn oversized_groups_are_split_in_photo_order_and_say_so() {
+        // A folder per product with more photos than the cap.
         let paths: Vec<String> = (1..=14).map(|n| format!("shoot/p_{n}.jpg")).collect();
-        let groups = plan(&paths, GroupBy::Stem, DEFAULT_MAX_PHOTOS_PER_PRODUCT, &[]);
+        let groups = plan(&paths, GroupBy::Folder, DEFAULT_MAX_PHOTOS_PER_PRODUCT, &[]);
         let sizes: Vec<usize> = groups.iter().map(|g| g.photos.len()).collect();
         assert_eq!(sizes, [6, 6, 2]);
         assert_eq!(groups[0].photos, (0..6).collect::<Vec<_>>());
         assert_eq!(groups[2].split, Some(Split { part: 3, parts: 3, of_photos: 14 }));
+        // A stem group with side words too is a product's photos: split, not unpacked.
+        let mut sides: Vec<String> = (1..=6).map(|n| format!("shoot/q_{n}.jpg")).collect();
+        sides.extend(["shoot/q_front.jpg".to_string(), "shoot/q_back.jpg".to_string()]);
+        let groups = plan(&sides, GroupBy::Stem, DEFAULT_MAX_PHOTOS_PER_PRODUCT, &[]);
+        assert_eq!(groups.iter().map(|g| g.photos.len()).collect::<Vec<_>>(), [6, 2]);
+        assert_eq!(groups[0].photos[0], 6, "the front first");
         // At the cap: not split. A cap of 0 counts as 1.
         assert!(plan(&paths[..6], GroupBy::Stem, 6, &[]).iter().all(|g| g.split.is_none()));
         assert_eq!(plan(&paths[..3], GroupBy::Stem, 0, &[]).len(), 3);

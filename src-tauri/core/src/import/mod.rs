@@ -124,6 +124,12 @@ pub struct ImportOptions {
     /// desktop died goes back to the queue after this (at once when that desktop was a process of
     /// this computer that is gone).
     pub lease: Duration,
+    /// On a team catalog: a file whose lock makes the processes of one computer and data dir
+    /// share one worker, as on a SQLite catalog: the one holding it (the window) works the shared
+    /// queue, and another one (`extract`, `import` in a terminal) hands it its photos and follows
+    /// their progress, then takes over once it is free. `None`: every process works the shared
+    /// queue itself (ignored on SQLite, where the lock is always the catalog file's).
+    pub worker_lock: Option<PathBuf>,
 }
 
 /// How long a desktop's claim on a shared queue's item holds without a renewal.
@@ -152,6 +158,7 @@ impl Default for ImportOptions {
             follow_interval: Duration::from_millis(500),
             batch: BatchOptions::default(),
             lease: DEFAULT_LEASE,
+            worker_lock: None,
         }
     }
 }
@@ -259,8 +266,9 @@ struct Inner {
     /// Held while this process works the queue: the OS releases it when the file closes or the
     /// process dies.
     lock: Mutex<Option<QueueLock>>,
-    /// The lock's file next to a SQLite catalog; `None` on a server, where desktops share the
-    /// queue under leases instead.
+    /// The lock's file: next to a SQLite catalog; on a server, [`ImportOptions::worker_lock`]
+    /// (desktops share the server's queue under leases, the processes of one data dir one
+    /// worker), or `None` when every process works the shared queue itself.
     lock_path: Option<PathBuf>,
 }
 
@@ -293,7 +301,10 @@ impl ImportQueue {
     pub async fn open(pipeline: Pipeline, options: ImportOptions) -> Result<ImportQueue, ImportError> {
         look_the_model_up(&pipeline);
         let catalog = pipeline.catalog().clone();
-        let lock_path = catalog.file().map(QueueLock::path_for);
+        let lock_path = match catalog.file() {
+            Some(file) => Some(QueueLock::path_for(file)),
+            None => options.worker_lock.clone(),
+        };
         let shared = Arc::new(Shared::new(ImportStore::new(catalog), pipeline, options, Vec::new()));
         let queue = ImportQueue {
             inner: Arc::new(Inner { shared, tasks: Mutex::new(Vec::new()), lock: Mutex::new(None), lock_path }),
@@ -326,11 +337,13 @@ impl ImportQueue {
         let shared = self.shared();
         let now = shared.now();
         let lease = shared.options.lease;
+        let on_server = shared.store.catalog().server().is_some();
         // Crash-resume: on SQLite everything a previous run left in flight; on a server only what
         // a dead desktop left (a lease run out, or a process of this computer that is gone).
-        let resumed = match queue_lock {
-            Some(_) => shared.counted(move |conn| store::requeue_unfinished(conn, now)).await?,
-            None => shared.counted(move |conn| store::tend_leases(conn, lease, &process_alive, now)).await?,
+        let resumed = if on_server {
+            shared.counted(move |conn| store::tend_leases(conn, lease, &process_alive, now)).await?
+        } else {
+            shared.counted(move |conn| store::requeue_unfinished(conn, now)).await?
         };
         if resumed.value > 0 {
             tracing::info!(items = resumed.value, "import: unfinished items from an earlier run are queued again");
@@ -353,7 +366,7 @@ impl ImportQueue {
         }
         let batches = tokio::spawn(batch::run(shared.clone()));
         lock(&self.inner.tasks).extend([driver.abort_handle(), backfill.abort_handle(), batches.abort_handle()]);
-        if self.inner.lock_path.is_none() {
+        if on_server {
             let leases = tokio::spawn(tend_leases(Arc::downgrade(shared)));
             lock(&self.inner.tasks).push(leases.abort_handle());
         }
@@ -387,7 +400,9 @@ impl ImportQueue {
     }
 
     /// Uses `pipeline` from the next item on (Settings changed the key, the model or the stack).
-    /// A pause for the old stack's open breaker ends; a stop (e.g. for the key) waits for Resume.
+    /// A pause for the old stack's open breaker ends; a stop for the key or the model (missing,
+    /// rejected, unknown) ends when the new pipeline calls with another key, model or address;
+    /// another stop waits for Resume.
     pub fn set_pipeline(&self, pipeline: Pipeline) {
         look_the_model_up(&pipeline);
         self.shared().set_pipeline(pipeline);

@@ -135,6 +135,9 @@ pub struct ImportProgress {
     /// What this import's calls cost so far (this process's calls since the queue last settled;
     /// failed but billed calls included).
     pub cost: CostTotal,
+    /// What the calls for the items in the queue cost, read with the counts: every process's and
+    /// desktop's, retries and failures included (what the Import view's "spent" says).
+    pub queue_cost: CostTotal,
     /// Batch mode: the newest batches (those not finished, and those that changed since the
     /// oldest listed item was queued) with their state and time of submission.
     pub batches: Vec<BatchInfo>,
@@ -153,6 +156,7 @@ impl ImportProgress {
             in_flight: 0,
             changes: 0,
             cost: CostTotal::default(),
+            queue_cost: CostTotal::default(),
             batches: Vec::new(),
         }
     }

@@ -418,7 +418,7 @@ pub struct ItemChanged {
 }
 
 /// What a drop or a CLI argument list added to the queue.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[ts(export)]
 pub struct EnqueueReport {
     /// New items waiting for extraction.
@@ -429,6 +429,37 @@ pub struct EnqueueReport {
     pub skipped: u32,
     /// Already listed (same path, same bytes): nothing to do, e.g. when a run resumes.
     pub unchanged: u32,
+    /// Photos the grouping rule found to be a numbered sequence rather than one product: each
+    /// was queued as a product of its own (see `grouping`'s stem rule).
+    #[serde(default)]
+    pub sequences: Vec<SequenceNote>,
+}
+
+/// A numbered sequence of photos in one folder (a shoot renamed in order, a camera's counter),
+/// each queued as a product of its own, as the import reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct SequenceNote {
+    /// The folder, for display.
+    pub folder: String,
+    /// The first and the last photo's file names, in number order.
+    pub first: String,
+    pub last: String,
+    pub photos: u32,
+    /// What the import says of it (the CLI's note, the window's notice).
+    pub message: String,
+}
+
+impl SequenceNote {
+    pub fn new(folder: String, first: String, last: String, photos: u32) -> Self {
+        let message = format!(
+            "{} photos named {} … {} look like a numbered sequence, not one product: each is its own product \
+             (photos that show the same barcode are still joined). If each folder holds one product, set \
+             [import] group_by = \"folder\" (or import with --group-by folder).",
+            photos, first, last
+        );
+        Self { folder, first, last, photos, message }
+    }
 }
 
 /// What queueing files did, and the item that stands for each file, in the order given.
@@ -475,6 +506,7 @@ impl std::ops::AddAssign for EnqueueReport {
         self.duplicates += other.duplicates;
         self.skipped += other.skipped;
         self.unchanged += other.unchanged;
+        self.sequences.extend(other.sequences);
     }
 }
 

@@ -209,15 +209,27 @@ impl Shared {
 
     pub(crate) fn set_pipeline(&self, pipeline: Pipeline) {
         let slots = slots_of(&pipeline);
+        let old = self.pipeline();
         let mut sends = self.sends.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if slots != slots_of(&self.pipeline()) {
+        if slots != slots_of(&old) {
             *sends = SendSlots::new(slots);
         }
         drop(sends);
+        // Another key, model or address (a key added in Settings, the demo turned on): what
+        // stopped the queue for the old one may be fixed, so it goes on by itself.
+        let retarget = !old.gemini().same_target(pipeline.gemini());
         *self.pipeline.write().unwrap_or_else(std::sync::PoisonError::into_inner) = pipeline;
         let mut control = self.control();
-        // A new breaker, or a new budget, decides afresh.
-        if matches!(control.hold, Some(Hold::Breaker { .. } | Hold::Budget { .. })) {
+        let restart = match &control.hold {
+            // A new breaker, or a new budget, decides afresh.
+            Some(Hold::Breaker { .. } | Hold::Budget { .. }) => true,
+            Some(Hold::Stopped { code, .. }) => retarget && stopped_by_settings(*code),
+            _ => false,
+        };
+        if restart {
+            if matches!(control.hold, Some(Hold::Stopped { .. })) {
+                self.throughput_restart();
+            }
             control.hold = None;
         }
         drop(control);
@@ -334,6 +346,7 @@ impl Shared {
         self.progress.send_modify(|p| {
             if self.last_counts_seq.fetch_max(counted.seq, Ordering::SeqCst) < counted.seq {
                 p.set_counts(counted.counts, counted.duplicates);
+                p.queue_cost = counted.cost;
             }
             p.changes += changes;
             p.throughput_per_min = (per_minute * 10.0).round() / 10.0;
@@ -442,7 +455,8 @@ impl Shared {
         loop {
             let received = incoming.recv().await;
             let last = received.is_none();
-            let batch = grouping::entries(received.unwrap_or_default(), &mut held, options.grouping, last);
+            let (batch, sequences) = grouping::entries(received.unwrap_or_default(), &mut held, options.grouping, last);
+            enqueued.report.sequences.extend(sequences);
             if !batch.is_empty() {
                 let now = self.now();
                 let mut counted = self
@@ -450,13 +464,14 @@ impl Shared {
                         store::insert_batch(conn, &batch, options.force, options.origin, options.batch, now)
                     })
                     .await?;
-                let added = counted.value.report;
+                let added = std::mem::take(&mut counted.value.report);
                 self.publish(&counted, u64::from(added.queued + added.duplicates + added.skipped));
-                enqueued.report += added;
                 enqueued.files.extend(std::mem::take(&mut counted.value.files));
                 // New items, or ones already waiting (another desktop of a team queued the same
                 // photos a moment ago): either way there is work to claim now.
-                if added.queued + added.unchanged > 0 {
+                let work = added.queued + added.unchanged > 0;
+                enqueued.report += added;
+                if work {
                     self.kick();
                 }
             }
@@ -484,7 +499,7 @@ impl Shared {
         let mut counted = self
             .counted(move |conn| store::insert_batch(conn, &batch, options.force, options.origin, options.batch, now))
             .await?;
-        let added = counted.value.report;
+        let added = &counted.value.report;
         self.publish(&counted, u64::from(added.queued + added.duplicates + added.skipped));
         if added.queued + added.unchanged > 0 {
             self.kick();
@@ -550,6 +565,15 @@ impl Shared {
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Whether a stop for `code` is one the Gemini settings cause (a missing or rejected key, a model
+/// the key cannot use): another key, model or address may fix it.
+fn stopped_by_settings(code: ErrorCode) -> bool {
+    matches!(
+        code,
+        ErrorCode::Config | ErrorCode::GeminiAuth | ErrorCode::GeminiNotFound | ErrorCode::GeminiNotAvailable
+    )
 }
 
 /// The bulkhead's slots: K.

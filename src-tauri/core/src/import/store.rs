@@ -21,7 +21,9 @@ use super::scan::Scanned;
 use super::ImportError;
 use crate::barcode::Barcode;
 use crate::catalog::tx as catalog_tx;
-use crate::catalog::{local_user, Catalog, NewAttempt, PhotoId, ProductId, ProductRecord, RevisionSource, SaveProduct};
+use crate::catalog::{
+    local_user, Catalog, CostTotal, NewAttempt, PhotoId, ProductId, ProductRecord, RevisionSource, SaveProduct,
+};
 use crate::error::ErrorCode;
 use crate::gemini::Usage;
 use crate::pipeline::checked_for_save;
@@ -46,6 +48,8 @@ pub(crate) struct Counted<T> {
     pub value: T,
     pub counts: StateCounts,
     pub duplicates: u32,
+    /// What the calls for the queue's items cost.
+    pub cost: CostTotal,
     /// The read's place in the catalog thread's order.
     pub seq: u64,
 }
@@ -127,6 +131,20 @@ impl ImportStore {
         self.run(counts).await
     }
 
+    /// The items waiting to be sent (queued or being prepared), and their photos: what the next
+    /// calls are (one per item) and what they carry.
+    pub async fn waiting(&self) -> Result<(u32, u32), ImportError> {
+        self.run(|conn| {
+            Ok(conn.query_row(
+                "SELECT count(*), coalesce(sum(1 + (SELECT count(*) FROM import_item_photos p WHERE p.item_id = i.id)), 0)
+                 FROM import_items i WHERE i.state IN ('queued', 'preparing')",
+                params![],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?)
+        })
+        .await
+    }
+
     /// A page of items in queue order, optionally only those in `states`.
     pub async fn items(
         &self,
@@ -169,8 +187,9 @@ impl ImportStore {
         self.run(move |conn| {
             let value = f(conn)?;
             let (counts, duplicates) = counts(conn)?;
+            let cost = catalog_tx::queue_cost(conn)?;
             let seq = reads.fetch_add(1, Ordering::SeqCst) + 1;
-            Ok(Counted { value, counts, duplicates, seq })
+            Ok(Counted { value, counts, duplicates, cost, seq })
         })
         .await
     }
@@ -1480,10 +1499,17 @@ pub(crate) fn page(
 }
 
 /// The interactive items not saved or discarded yet, oldest first: the window's Extract view.
+///
+/// On a team catalog, only this computer's: the photos a person dropped here (or handed to this
+/// computer's window) wait for their review here, not on a colleague's desktop.
 pub(crate) fn interactive_open(conn: &Db<'_>) -> Result<Vec<ImportRow>, ImportError> {
     Ok(conn.query_map(
-        &format!("{ROW_SELECT} WHERE i.origin = 'interactive' AND i.state NOT IN ('saved', 'skipped') ORDER BY i.id"),
-        params![],
+        &format!(
+            "{ROW_SELECT} WHERE i.origin = 'interactive' AND i.state NOT IN ('saved', 'skipped')
+               AND (CAST(?1 AS TEXT) IS NULL OR i.queued_on IS NULL OR i.queued_on = ?1)
+             ORDER BY i.id"
+        ),
+        params![conn.host()],
         row,
     )?)
 }

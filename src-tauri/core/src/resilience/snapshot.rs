@@ -153,6 +153,11 @@ pub struct BreakerSnapshot {
     pub window_size: u32,
     /// The effective minimum number of calls for the current window ("7 of 10 calls needed").
     pub minimum_number_of_calls: u32,
+    /// The configured closed-state window and minimum, whatever the current state's window is
+    /// (DISABLED and FORCED_OPEN record nothing: their window holds 0 calls, minimum 0).
+    pub configured_window_type: SlidingWindowType,
+    pub configured_window_size: u32,
+    pub configured_minimum_number_of_calls: u32,
     /// A count window's outcomes, oldest first.
     pub calls: Vec<RecordedCall>,
     /// A time window's one-second buckets, oldest first.
