@@ -209,8 +209,17 @@ export function stageText(card: ExtractCard, progress: ImportProgress | null, lo
 /** The product's name and brand as the card shows them ("" before there is a proposal). */
 export function productLine(card: ExtractCard): { name: string; brand: string } {
   const name = card.savedName ?? card.draft?.name ?? card.detail?.proposal?.name ?? card.row.proposal?.name ?? "";
-  const brand = card.draft?.brand ?? card.detail?.proposal?.brand ?? card.row.proposal?.brand ?? "";
+  // A draft's brand stands even when the reviewer cleared it.
+  const brand = (card.draft ? card.draft.brand : (card.detail?.proposal?.brand ?? card.row.proposal?.brand)) ?? "";
   return { name, brand };
+}
+
+/** The card's title in full, for its tooltip (the card cuts a long name): "Name · Brand"; null
+ * while there is no name. */
+export function productTitle(card: ExtractCard): string | null {
+  const { name, brand } = productLine(card);
+  if (!name) return null;
+  return brand ? `${name} · ${brand}` : name;
 }
 
 /** The flags a card counts: the reviewer's, else the proposal's; `total` alone when only the
