@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { UsageDay } from "../bindings/UsageDay";
-import { bars, budgetWarning, bucketed, emptyTotal, formatTotal, formatUsd, todayDetail } from "./cost";
+import { budgetWarning, bucketed, emptyTotal, formatTotal, formatUsd, todayDetail } from "./cost";
 
 const day = (d: string, model: string, usd: number, calls = 1, unpriced = 0): UsageDay => ({
   day: d,
@@ -41,8 +41,6 @@ describe("cost", () => {
       ["2026-11", 0.25],
       ["2026-12", 1.75],
     ]);
-    expect(bars(days).map((b) => b.height)).toEqual([0.25, 0.75, 1]);
-    expect(bars([{ label: "x", total: emptyTotal() }])[0].height).toBe(0);
   });
 
   it("says what today's spend is made of, with a space before the budget", () => {

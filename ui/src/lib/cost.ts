@@ -1,5 +1,5 @@
-// The cost meter's pure logic: money as text, totals per day and per month, and the bar chart's
-// scale. Amounts arrive as dollars (the Rust side sums exact nanodollars; these only display).
+// The cost meter's pure logic: money as text, totals per day and per month, and today's line.
+// Amounts arrive as dollars (the Rust side sums exact nanodollars; these only display).
 import type { CostTotal } from "../bindings/CostTotal";
 import type { UsageDay } from "../bindings/UsageDay";
 import type { UsageReport } from "../bindings/UsageReport";
@@ -74,17 +74,4 @@ export function bucketed(days: UsageDay[], by: "day" | "month"): Bucket[] {
     map.set(label, addTotals(map.get(label) ?? emptyTotal(), row.total));
   }
   return [...map.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([label, total]) => ({ label, total }));
-}
-
-export interface Bar {
-  label: string;
-  /** 0–1 of the chart's height. */
-  height: number;
-  usd: number;
-}
-
-/** Bar heights against the largest bucket (a chart of zeros stays flat). */
-export function bars(buckets: Bucket[]): Bar[] {
-  const max = Math.max(0, ...buckets.map((b) => b.total.usd));
-  return buckets.map((b) => ({ label: b.label, usd: b.total.usd, height: max > 0 ? b.total.usd / max : 0 }));
 }
