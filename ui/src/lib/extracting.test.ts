@@ -7,6 +7,7 @@ import {
   applyDetail,
   cardFlags,
   cardStatus,
+  extractShows,
   isDiscardable,
   isOlderRead,
   isReviewable,
@@ -215,5 +216,15 @@ describe("extract cards from the queue's rows", () => {
     expect(isDiscardable(cards[1])).toBe(true);
     cards = removeCard(cards, 2);
     expect(cards.map((c) => c.id)).toEqual([1, 3, 4]);
+  });
+});
+
+describe("the Extract view at start", () => {
+  it("shows the empty state only once the waiting photos were read", () => {
+    expect(extractShows([], false)).toBe("reading");
+    expect(extractShows([], true)).toBe("empty");
+    // Photos added before the read answered show at once.
+    expect(extractShows(upsertRows([], [row(1)]), false)).toBe("cards");
+    expect(extractShows(upsertRows([], [row(1)]), true)).toBe("cards");
   });
 });

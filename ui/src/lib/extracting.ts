@@ -152,6 +152,16 @@ export interface CardTotals {
   duplicate: number;
 }
 
+/**
+ * What the Extract view shows: its cards; the empty "Drop product photos here" once the photos
+ * a previous session left were read and there are none; nothing until then (a restart with photos
+ * waiting would otherwise flash the empty state before their cards).
+ */
+export function extractShows(cards: readonly ExtractCard[], pendingRead: boolean): "cards" | "empty" | "reading" {
+  if (cards.length > 0) return "cards";
+  return pendingRead ? "empty" : "reading";
+}
+
 export function totals(cards: readonly ExtractCard[]): CardTotals {
   const t: CardTotals = { total: cards.length, working: 0, ready: 0, failed: 0, saved: 0, duplicate: 0 };
   for (const c of cards) {
