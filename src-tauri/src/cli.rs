@@ -18,7 +18,7 @@ use pe_core::catalog::server::CatalogUrl;
 use pe_core::catalog::{CostTotal, ExportFormat, ProductSummary};
 use pe_core::config::Config;
 use pe_core::import::{
-    ClaimScope, EnqueueOptions, ImportItemDetail, ImportOptions, ImportQueue, ItemState, SkipReason,
+    ClaimScope, EnqueueOptions, ImportItemDetail, ImportOptions, ImportQueue, ItemState, SkipReason, StopAdvice,
 };
 use pe_core::pricing::Usd;
 use pe_core::product::{FieldFlag, Product};
@@ -461,6 +461,7 @@ async fn extract(state: &AppState, args: ExtractArgs) -> i32 {
         claims: ClaimScope::Interactive,
         fail_fast: true,
         lookahead: Some(0),
+        stop_advice: StopAdvice::RunAgain,
         ..state.effective_config().import_options()
     };
     let queue = match ImportQueue::open(pipeline.clone(), options).await {

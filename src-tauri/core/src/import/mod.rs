@@ -124,6 +124,33 @@ pub struct ImportOptions {
     /// desktop died goes back to the queue after this (at once when that desktop was a process of
     /// this computer that is gone).
     pub lease: Duration,
+    /// What the message of a queue stopped by a catalog failure (a full disk, a lost server) says
+    /// to do next, in the words of whoever reads it.
+    pub stop_advice: StopAdvice,
+}
+
+/// What to do after the queue stopped for a catalog failure: the window has a Resume button, a
+/// terminal does not.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StopAdvice {
+    /// The window's Resume button.
+    #[default]
+    Resume,
+    /// A terminal's: run the same command again (the CLI's `import` and `extract`).
+    RunAgain,
+}
+
+impl StopAdvice {
+    /// The sentence that ends the stopped queue's message.
+    pub fn text(self) -> &'static str {
+        match self {
+            Self::Resume => "Resume to try again.",
+            Self::RunAgain => {
+                "Fix that (free some disk space if the disk is full), then run the same command again: the photos \
+                 stay queued."
+            }
+        }
+    }
 }
 
 /// How long a desktop's claim on a shared queue's item holds without a renewal.
@@ -152,6 +179,7 @@ impl Default for ImportOptions {
             follow_interval: Duration::from_millis(500),
             batch: BatchOptions::default(),
             lease: DEFAULT_LEASE,
+            stop_advice: StopAdvice::Resume,
         }
     }
 }
