@@ -18,7 +18,7 @@ use pe_core::catalog::server::CatalogUrl;
 use pe_core::catalog::{CostTotal, ExportFormat, ProductSummary};
 use pe_core::config::Config;
 use pe_core::import::{
-    ClaimScope, EnqueueOptions, ImportItemDetail, ImportOptions, ImportQueue, ItemState, SkipReason,
+    ClaimScope, EnqueueOptions, ImportItemDetail, ImportOptions, ImportQueue, ItemState, SkipReason, StopAdvice,
 };
 use pe_core::pricing::Usd;
 use pe_core::product::{FieldFlag, Product};
@@ -61,8 +61,9 @@ pub struct Global {
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// The catalog: a SQLite file's path or a postgres:// URL (over PRODUCT_EXTRACTOR_CATALOG_URL and
-    /// [catalog] url). A server catalog works only with `catalog check` so far (`catalog copy`
-    /// names its own ends).
+    /// [catalog] url). A server catalog works with the window and every command but `products
+    /// backup` and `products restore` (a server has its own, e.g. pg_dump) and `import --batch`
+    /// (`catalog copy` names its own ends).
     #[arg(long, global = true, value_name = "URL")]
     pub catalog: Option<String>,
     /// Passed by WebKit's WebDriver when it starts the window for automation; ignored.
@@ -247,8 +248,8 @@ impl Global {
     }
 
     /// [`Global::paths`] with the catalog chosen ([`Global::catalog_url`]): another SQLite file
-    /// takes the data dir's place; a server catalog is refused for `operation` (the `Catalog` API
-    /// is SQLite's only, so far).
+    /// takes the data dir's place; a server catalog is refused for `operation`, a command that
+    /// needs the SQLite file itself (see `Command::works_on_a_server`).
     pub fn local_paths(&self, operation: &str) -> Result<Paths, ErrorReport> {
         let mut paths = self.paths();
         if let Some(url) = self.catalog_url(&paths)? {
@@ -335,13 +336,14 @@ async fn run_command(state: &AppState, command: Command) -> i32 {
 }
 
 impl Command {
-    /// The subcommand as typed, for messages.
     /// Whether the command works on a server catalog: all but the SQLite file's own backup and
-    /// restore (a server has its own, e.g. `pg_dump`).
+    /// restore (a server has its own, e.g. `pg_dump`). (`import --batch` opens the server catalog
+    /// and is refused by the queue, which names batch imports.)
     fn works_on_a_server(&self) -> bool {
         !matches!(self, Command::Products(ProductsCommand::Backup { .. } | ProductsCommand::Restore { .. }))
     }
 
+    /// The subcommand as typed, for messages.
     fn name(&self) -> &'static str {
         match self {
             Command::Extract(_) => "extract",
@@ -459,6 +461,7 @@ async fn extract(state: &AppState, args: ExtractArgs) -> i32 {
         claims: ClaimScope::Interactive,
         fail_fast: true,
         lookahead: Some(0),
+        stop_advice: StopAdvice::RunAgain,
         ..state.import_options()
     };
     let queue = match ImportQueue::open(pipeline.clone(), options).await {

@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand};
 use pe_core::catalog::CostTotal;
 use pe_core::import::{
-    EnqueueOptions, GroupBy, Grouping, ImportItemDetail, ImportProgress, ImportQueue, ImportStatus, ImportStore,
-    ItemChanged, ItemId, ItemState, SequenceNote, SkipInfo, SkipReason,
+    EnqueueOptions, GroupBy, Grouping, ImportItemDetail, ImportOptions, ImportProgress, ImportQueue, ImportStatus,
+    ImportStore, ItemChanged, ItemId, ItemState, SequenceNote, SkipInfo, SkipReason, StopAdvice,
 };
 use pe_core::pipeline::{checked_for_save, Pipeline};
 use pe_core::resilience::ResilienceStack;
@@ -98,7 +98,8 @@ pub async fn run(state: &AppState, args: ImportArgs) -> i32 {
         Err(message) => return usage_error(&message),
     };
     let run_started = (pipeline.clock())();
-    let options = state.import_options();
+    // A terminal has no Resume button: a stop says to run the command again.
+    let options = ImportOptions { stop_advice: StopAdvice::RunAgain, ..state.import_options() };
     let queue = match ImportQueue::open(pipeline.clone(), options).await {
         Ok(queue) => queue,
         Err(e) => return usage_error(&e.to_string()),

@@ -237,11 +237,13 @@ fn api_key(key: String) -> Result<ApiKey, ErrorReport> {
     })
 }
 
+/// A duration typed in Settings; the message names the key (the form finds its field by it) and
+/// says what a duration looks like, not where the parser stopped.
 fn duration(key: &str, text: &str) -> Result<Duration, ErrorReport> {
-    humantime::parse_duration(text.trim()).map_err(|e| {
+    humantime::parse_duration(text.trim()).map_err(|_| {
         ErrorReport::new(
             ErrorCode::Config,
-            format!("invalid setting {key}: \"{text}\" is not a duration like 30s ({e})"),
+            format!("invalid setting {key}: \"{}\" is not a duration such as 30s, 2m or 1h30m", text.trim()),
         )
     })
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { UsageDay } from "../bindings/UsageDay";
-import { bars, bucketed, emptyTotal, formatTotal, formatUsd } from "./cost";
+import { budgetWarning, bucketed, emptyTotal, formatTotal, formatUsd, todayDetail } from "./cost";
 
 const day = (d: string, model: string, usd: number, calls = 1, unpriced = 0): UsageDay => ({
   day: d,
@@ -41,7 +41,27 @@ describe("cost", () => {
       ["2026-11", 0.25],
       ["2026-12", 1.75],
     ]);
-    expect(bars(days).map((b) => b.height)).toEqual([0.25, 0.75, 1]);
-    expect(bars([{ label: "x", total: emptyTotal() }])[0].height).toBe(0);
+  });
+
+  it("says what today's spend is made of, with a space before the budget", () => {
+    const spent_today = { ...emptyTotal(), calls: 3, input_tokens: 1200, output_tokens: 1136, usd: 0.002814 };
+    expect(todayDetail({ spent_today, daily_budget_usd: 0.5 })).toBe(
+      "for 3 calls, 1200 input / 1136 output tokens of a $0.50 daily budget.",
+    );
+    expect(todayDetail({ spent_today: { ...spent_today, calls: 1 }, daily_budget_usd: null })).toBe(
+      "for 1 call, 1200 input / 1136 output tokens.",
+    );
+  });
+
+  it("warns when the budget set is already reached or passed", () => {
+    const spent = (usd: number) => ({ ...emptyTotal(), calls: 2, usd });
+    expect(budgetWarning({ spent_today: spent(0.002814), daily_budget_usd: 0.001 })).toBe(
+      "Today's spend ($0.002814) is already over this budget: new calls wait until tomorrow or until you raise it.",
+    );
+    expect(budgetWarning({ spent_today: spent(0.1 + 0.2), daily_budget_usd: 0.3 })).toBe(
+      "Today's spend ($0.30) has already reached this budget: new calls wait until tomorrow or until you raise it.",
+    );
+    expect(budgetWarning({ spent_today: spent(0.0009), daily_budget_usd: 0.001 })).toBeNull();
+    expect(budgetWarning({ spent_today: spent(5), daily_budget_usd: null })).toBeNull();
   });
 });

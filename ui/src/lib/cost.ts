@@ -1,7 +1,9 @@
-// The cost meter's pure logic: money as text, totals per day and per month, and the bar chart's
-// scale. Amounts arrive as dollars (the Rust side sums exact nanodollars; these only display).
+// The cost meter's pure logic: money as text, totals per day and per month, and today's line.
+// Amounts arrive as dollars (the Rust side sums exact nanodollars; these only display).
 import type { CostTotal } from "../bindings/CostTotal";
 import type { UsageDay } from "../bindings/UsageDay";
+import type { UsageReport } from "../bindings/UsageReport";
+import { plural } from "./format";
 
 /** "$0.000125", "$1.25": at least two decimals, at most six. "price unknown" for null. */
 export function formatUsd(usd: number | null | undefined): string {
@@ -19,6 +21,28 @@ export function formatTotal(total: CostTotal): string {
   if (total.unpriced_calls === 0) return formatUsd(total.usd);
   if (priced === 0 || total.usd === 0) return "price unknown";
   return `${formatUsd(total.usd)} + ${total.unpriced_calls} at an unknown price`;
+}
+
+/** What today's spend is made of, said after its amount: "for 3 calls, 1200 input / 1136 output
+ * tokens of a $0.001 daily budget." */
+export function todayDetail(report: Pick<UsageReport, "spent_today" | "daily_budget_usd">): string {
+  const t = report.spent_today;
+  const budget = report.daily_budget_usd === null ? "" : ` of a ${formatUsd(report.daily_budget_usd)} daily budget`;
+  return `for ${plural(t.calls, "call")}, ${t.input_tokens} input / ${t.output_tokens} output tokens${budget}.`;
+}
+
+/**
+ * Said when today's spend has already reached the daily budget: the queue holds every new call
+ * (today's spend plus the call's estimate would pass it) until the next local day, or until the
+ * budget is raised. Compared in nanodollars, as the backend sums them.
+ */
+export function budgetWarning(report: Pick<UsageReport, "spent_today" | "daily_budget_usd">): string | null {
+  if (report.daily_budget_usd === null) return null;
+  const spent = Math.round(report.spent_today.usd * 1e9);
+  const budget = Math.round(report.daily_budget_usd * 1e9);
+  if (spent < budget) return null;
+  const where = spent > budget ? "is already over this budget" : "has already reached this budget";
+  return `Today's spend (${formatUsd(report.spent_today.usd)}) ${where}: new calls wait until tomorrow or until you raise it.`;
 }
 
 export function emptyTotal(): CostTotal {
@@ -50,17 +74,4 @@ export function bucketed(days: UsageDay[], by: "day" | "month"): Bucket[] {
     map.set(label, addTotals(map.get(label) ?? emptyTotal(), row.total));
   }
   return [...map.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([label, total]) => ({ label, total }));
-}
-
-export interface Bar {
-  label: string;
-  /** 0–1 of the chart's height. */
-  height: number;
-  usd: number;
-}
-
-/** Bar heights against the largest bucket (a chart of zeros stays flat). */
-export function bars(buckets: Bucket[]): Bar[] {
-  const max = Math.max(0, ...buckets.map((b) => b.total.usd));
-  return buckets.map((b) => ({ label: b.label, usd: b.total.usd, height: max > 0 ? b.total.usd / max : 0 }));
 }

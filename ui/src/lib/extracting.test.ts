@@ -7,6 +7,7 @@ import {
   applyDetail,
   cardFlags,
   cardStatus,
+  extractShows,
   isDiscardable,
   isOlderRead,
   isReviewable,
@@ -15,6 +16,7 @@ import {
   newCard,
   nextReady,
   productLine,
+  productTitle,
   queueHold,
   cardWait,
   removeCard,
@@ -99,6 +101,7 @@ describe("extract cards from the queue's rows", () => {
     expect(isReviewable(cards[0])).toBe(true);
     expect(stageText(cards[0], null)).toBe("Ready for review");
     expect(productLine(cards[0])).toEqual({ name: "Product 1", brand: "Brand" });
+    expect(productTitle(cards[0])).toBe("Product 1 · Brand");
     expect(cardFlags(cards[0])).toEqual({ invalid: 1, uncertain: 0, barcode: 0, total: 1 });
   });
 
@@ -127,6 +130,8 @@ describe("extract cards from the queue's rows", () => {
     const card = newCard(ready(4));
     expect(cardFlags(card)).toEqual({ invalid: 0, uncertain: 0, barcode: 0, total: 1 });
     expect(productLine(card).name).toBe("Product 4");
+    expect(productTitle(card)).toBe("Product 4 · Brand");
+    expect(productTitle(newCard(row(5)))).toBeNull();
   });
 
   it("drops the draft when the item is extracted again, keeps it for the same call", () => {
@@ -135,6 +140,8 @@ describe("extract cards from the queue's rows", () => {
     cards = applyDetail(cards, detail(ready(1, 2100), 7));
     expect(cards[0].draft?.name).toBe("Edited");
     expect(productLine(cards[0]).name).toBe("Edited");
+    // The reviewer's draft has no brand: the card's title says so too.
+    expect(productTitle(cards[0])).toBe("Edited");
     expect(cardFlags(cards[0]).total).toBe(0);
     // Re-extract: queued again, the proposal and the edits are gone.
     cards = upsertRows(cards, [row(1, { state: "queued", updated_at: 3000, photo_id: 11 })]);
@@ -241,5 +248,15 @@ describe("cardWait", () => {
     // A card being extracted or done is not held by the queue.
     expect(cardWait(newCard(row(10, { state: "extracting" })), budget)).toBeNull();
     expect(cardWait(newCard(ready(11)), budget)).toBeNull();
+  });
+});
+
+describe("the Extract view at start", () => {
+  it("shows the empty state only once the waiting photos were read", () => {
+    expect(extractShows([], false)).toBe("reading");
+    expect(extractShows([], true)).toBe("empty");
+    // Photos added before the read answered show at once.
+    expect(extractShows(upsertRows([], [row(1)]), false)).toBe("cards");
+    expect(extractShows(upsertRows([], [row(1)]), true)).toBe("cards");
   });
 });

@@ -152,6 +152,16 @@ export interface CardTotals {
   duplicate: number;
 }
 
+/**
+ * What the Extract view shows: its cards; the empty "Drop product photos here" once the photos
+ * a previous session left were read and there are none; nothing until then (a restart with photos
+ * waiting would otherwise flash the empty state before their cards).
+ */
+export function extractShows(cards: readonly ExtractCard[], pendingRead: boolean): "cards" | "empty" | "reading" {
+  if (cards.length > 0) return "cards";
+  return pendingRead ? "empty" : "reading";
+}
+
 export function totals(cards: readonly ExtractCard[]): CardTotals {
   const t: CardTotals = { total: cards.length, working: 0, ready: 0, failed: 0, saved: 0, duplicate: 0 };
   for (const c of cards) {
@@ -243,8 +253,17 @@ export function stageText(card: ExtractCard, progress: ImportProgress | null, lo
 /** The product's name and brand as the card shows them ("" before there is a proposal). */
 export function productLine(card: ExtractCard): { name: string; brand: string } {
   const name = card.savedName ?? card.draft?.name ?? card.detail?.proposal?.name ?? card.row.proposal?.name ?? "";
-  const brand = card.draft?.brand ?? card.detail?.proposal?.brand ?? card.row.proposal?.brand ?? "";
+  // A draft's brand stands even when the reviewer cleared it.
+  const brand = (card.draft ? card.draft.brand : (card.detail?.proposal?.brand ?? card.row.proposal?.brand)) ?? "";
   return { name, brand };
+}
+
+/** The card's title in full, for its tooltip (the card cuts a long name): "Name · Brand"; null
+ * while there is no name. */
+export function productTitle(card: ExtractCard): string | null {
+  const { name, brand } = productLine(card);
+  if (!name) return null;
+  return brand ? `${name} · ${brand}` : name;
 }
 
 /** The flags a card counts: the reviewer's, else the proposal's; `total` alone when only the

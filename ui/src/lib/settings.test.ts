@@ -8,6 +8,7 @@ import {
   formToSettingsInput,
   isResilienceField,
   modelPriceText,
+  parseDuration,
   settingsToForm,
 } from "./settings";
 
@@ -229,7 +230,8 @@ describe("settings form", () => {
     );
     expect(errors.breakerFailureRate).toBe("Failure rate threshold must be a percentage above 0 and at most 100");
     expect(errors.bulkheadMaxWait).toBe("Max wait is required");
-    expect(errors.timeLimiterTimeout).toBe("Timeout duration must be a duration like 15s, 1m 30s or 500ms");
+    expect(errors.timeLimiterTimeout).toBe("Timeout duration must be a duration such as 30s, 2m or 1h30m");
+    expect(errors.breakerWaitInOpen).toBe("Wait in open state must be a duration such as 30s, 2m or 1h30m");
     expect(Object.keys(errors).every(isResilienceField)).toBe(true);
     expect(isResilienceField("jpegQuality")).toBe(false);
   });
@@ -238,6 +240,54 @@ describe("settings form", () => {
     const form = { ...settingsToForm(settings), apiKey: "  AIzaNEW  " };
     expect(formToSettingsInput(form).input.api_key).toEqual({ action: "set", key: "AIzaNEW" });
     expect(formToSettingsInput(settingsToForm(settings), "clear").input.api_key).toEqual({ action: "clear" });
+  });
+
+  it("reads durations as the backend does", () => {
+    const cases: [string, number | null][] = [
+      ["30s", 30],
+      [" 2m ", 120],
+      ["1h30m", 5400],
+      ["1m 30s", 90],
+      ["1.5s", 1.5],
+      ["500ms", 0.5],
+      ["0", 0],
+      ["0s", 0],
+      ["2 hours 1 min", 7260],
+      ["1M", 2_630_016],
+      ["abc", null],
+      ["30", null],
+      ["5 parsecs", null],
+      ["30S", null],
+      ["1.s", null],
+      ["-5s", null],
+      ["s30", null],
+      ["", null],
+    ];
+    for (const [text, seconds] of cases) expect(parseDuration(text), text).toBe(seconds);
+  });
+
+  it("says plainly when a Gemini duration or the address is wrong", () => {
+    const form = {
+      ...settingsToForm(settings),
+      timeout: "abc",
+      connectTimeout: "0s",
+      readTimeout: " 1h30m ",
+      baseUrl: "generativelanguage.googleapis.com",
+    };
+    const { input, errors } = formToSettingsInput(form);
+    expect(errors).toEqual({
+      timeout: "Timeout must be a duration such as 30s, 2m or 1h30m",
+      connectTimeout: "Connect timeout must be longer than zero, such as 30s, 2m or 1h30m",
+      baseUrl: "Base URL must be a full address starting with https://, such as https://generativelanguage.googleapis.com",
+    });
+    expect(input.gemini.read_timeout).toBe("1h30m");
+    for (const url of ["https://", "ftp://example.com", "https//example.com", "  "]) {
+      expect(formToSettingsInput({ ...settingsToForm(settings), baseUrl: url }).errors.baseUrl, url).toBeDefined();
+    }
+    // A local proxy over plain http is the user's choice (the backend takes it too).
+    const local = formToSettingsInput({ ...settingsToForm(settings), baseUrl: " http://127.0.0.1:8080 " });
+    expect(local.errors).toEqual({});
+    expect(local.input.gemini.base_url).toBe("http://127.0.0.1:8080");
   });
 
   it("reports bad numbers per field", () => {

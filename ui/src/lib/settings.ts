@@ -162,17 +162,72 @@ function temperature(text: string, errors: FormErrors): number | null {
   return n;
 }
 
-/**
- * Only the shape of a humantime duration ("15s", "1m 30s", "500ms", "1.5s", "0"); the backend
- * checks the units. A resilience duration it cannot parse is refused before the command runs, with
- * a message that names no setting — so text that cannot be a duration is caught here.
- */
-const DURATION_SHAPE = /^(?:0|(?:\d[\d\s]*(?:\.[\d\s]*)?[a-zµ]+\s*)+)$/i;
+/** humantime's units (the backend's duration parser), in seconds; case matters ("M" is a month). */
+const DURATION_UNITS: Record<string, number> = {
+  ...Object.fromEntries(["nanos", "nsec", "ns"].map((u) => [u, 1e-9])),
+  ...Object.fromEntries(["usec", "us", "µs"].map((u) => [u, 1e-6])),
+  ...Object.fromEntries(["millis", "msec", "ms"].map((u) => [u, 1e-3])),
+  ...Object.fromEntries(["seconds", "second", "secs", "sec", "s"].map((u) => [u, 1])),
+  ...Object.fromEntries(["minutes", "minute", "min", "mins", "m"].map((u) => [u, 60])),
+  ...Object.fromEntries(["hours", "hour", "hr", "hrs", "h"].map((u) => [u, 3600])),
+  ...Object.fromEntries(["days", "day", "d"].map((u) => [u, 86_400])),
+  ...Object.fromEntries(["weeks", "week", "wk", "wks", "w"].map((u) => [u, 604_800])),
+  ...Object.fromEntries(["months", "month", "M"].map((u) => [u, 2_630_016])),
+  ...Object.fromEntries(["years", "year", "yr", "yrs", "y"].map((u) => [u, 31_557_600])),
+};
 
-function duration(text: string, errors: FormErrors, field: SettingsField, what: string): string {
+/** One span of a duration: a number (spaces allowed inside, as humantime allows), an optional
+ * fraction, a unit. */
+const DURATION_SPAN = /(\d[\d\s]*)(?:\.([\d\s]*))?([a-zA-Zµ]+)/g;
+const DURATION_TEXT = /^\s*(?:\d[\d\s]*(?:\.[\d\s]*)?[a-zA-Zµ]+\s*)+$/;
+
+/**
+ * A duration as the backend reads it (humantime: "30s", "1m 30s", "1h30m", "1.5s", "500ms", or
+ * "0"), in seconds; null when it would refuse it. Checked here so a field says so plainly instead
+ * of showing the parser's own words.
+ */
+export function parseDuration(text: string): number | null {
   const t = text.trim();
+  if (t === "0") return 0;
+  if (!DURATION_TEXT.test(t)) return null;
+  let seconds = 0;
+  for (const [, whole, fraction, unit] of t.matchAll(DURATION_SPAN)) {
+    const scale = DURATION_UNITS[unit];
+    const digits = fraction?.replace(/\s/g, "");
+    if (scale === undefined || digits === "") return null;
+    seconds += Number(`${whole.replace(/\s/g, "")}.${digits ?? ""}`) * scale;
+  }
+  return seconds;
+}
+
+const DURATION_EXAMPLES = "30s, 2m or 1h30m";
+
+function duration(text: string, errors: FormErrors, field: SettingsField, what: string, { positive = false } = {}): string {
+  const t = text.trim();
+  const seconds = parseDuration(t);
   if (t === "") errors[field] = `${what} is required`;
-  else if (!DURATION_SHAPE.test(t)) errors[field] = `${what} must be a duration like 15s, 1m 30s or 500ms`;
+  else if (seconds === null) errors[field] = `${what} must be a duration such as ${DURATION_EXAMPLES}`;
+  else if (positive && seconds === 0) errors[field] = `${what} must be longer than zero, such as ${DURATION_EXAMPLES}`;
+  return t;
+}
+
+/** The Gemini address: a full http(s) URL (the backend takes https:// or, for a local proxy,
+ * http://). */
+function baseUrl(text: string, errors: FormErrors): string {
+  const t = text.trim();
+  if (t === "") {
+    errors.baseUrl = "Base URL is required";
+    return t;
+  }
+  let host = "";
+  try {
+    host = new URL(t).hostname;
+  } catch {
+    // Not a URL: said below.
+  }
+  if (!/^https?:\/\//.test(t) || host === "") {
+    errors.baseUrl = "Base URL must be a full address starting with https://, such as https://generativelanguage.googleapis.com";
+  }
   return t;
 }
 
@@ -252,11 +307,11 @@ export function formToSettingsInput(
     key === "" ? { action: keyChange } : form.keyInConfigFile ? { action: "set_in_config_file", key } : { action: "set", key };
   const input: SettingsInput = {
     gemini: {
-      base_url: required("baseUrl", form.baseUrl, "Base URL"),
+      base_url: baseUrl(form.baseUrl, errors),
       model: required("model", form.model, "Model"),
-      timeout: required("timeout", form.timeout, "Timeout"),
-      connect_timeout: required("connectTimeout", form.connectTimeout, "Connect timeout"),
-      read_timeout: required("readTimeout", form.readTimeout, "Read timeout"),
+      timeout: duration(form.timeout, errors, "timeout", "Timeout", { positive: true }),
+      connect_timeout: duration(form.connectTimeout, errors, "connectTimeout", "Connect timeout", { positive: true }),
+      read_timeout: duration(form.readTimeout, errors, "readTimeout", "Read timeout", { positive: true }),
       thinking: form.thinking,
       max_output_tokens: count(form.maxOutputTokens, errors, "maxOutputTokens", "Max output tokens"),
       temperature: temperature(form.temperature, errors),

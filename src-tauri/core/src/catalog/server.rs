@@ -101,8 +101,8 @@ impl CatalogUrl {
         Ok(Self::Sqlite(PathBuf::from(path)))
     }
 
-    /// The SQLite file, or the typed refusal for a server catalog: the `Catalog` API does not
-    /// work on a server yet, so every operation but `catalog check` stops here.
+    /// The SQLite file, or the typed refusal for a server catalog, for an operation only a SQLite
+    /// file has (its own backup and restore); everything else opens a server catalog too.
     pub fn require_local(&self, operation: &str) -> Result<&Path, CatalogError> {
         match self {
             Self::Sqlite(path) => Ok(path),

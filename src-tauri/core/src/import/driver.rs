@@ -18,7 +18,7 @@ use super::phash;
 use super::records::{ItemOrigin, ItemState};
 use super::shared::{lock, Hold, Mode, Shared};
 use super::store::{self, Counted};
-use super::{ClaimScope, ImportError};
+use super::{ClaimScope, ImportError, StopAdvice};
 use crate::error::Coded;
 use crate::resilience::{BreakerSnapshot, BreakerState, ResilienceStack};
 
@@ -240,10 +240,13 @@ fn reap(done: Result<(tokio::task::Id, ()), tokio::task::JoinError>, interactive
 
 pub(crate) fn stop_for(shared: &Shared, error: &ImportError) {
     tracing::error!(error = %error, "import: stopped");
-    shared.hold(Hold::Stopped {
-        code: error.code(),
-        message: format!("The import stopped: {error} Resume to try again."),
-    });
+    shared.hold(Hold::Stopped { code: error.code(), message: stopped_message(error, shared.options.stop_advice) });
+}
+
+/// "The import stopped: <the error>. <what to do>", in the words of the queue's reader.
+fn stopped_message(error: &impl std::fmt::Display, advice: StopAdvice) -> String {
+    let error = error.to_string();
+    format!("The import stopped: {}. {}", error.trim_end().trim_end_matches('.'), advice.text())
 }
 
 /// Gives product photos saved before hashes existed a perceptual hash, in small batches, so they
@@ -269,5 +272,35 @@ pub(crate) async fn backfill_phashes(shared: Arc<Shared>) {
         if let Err(e) = shared.store.run(move |conn| store::set_phashes(conn, &hashes)).await {
             return tracing::warn!(error = %e, "import: could not store the hashes of older photos");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::CatalogError;
+
+    #[test]
+    fn a_stop_says_what_to_do_in_the_words_of_its_reader() {
+        let full = ImportError::Catalog(CatalogError::Sqlite(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+            Some("database or disk is full".into()),
+        )));
+        assert_eq!(
+            stopped_message(&full, StopAdvice::Resume),
+            "The import stopped: catalog database error: database or disk is full. Resume to try again."
+        );
+        let terminal = stopped_message(&full, StopAdvice::RunAgain);
+        assert_eq!(
+            terminal,
+            "The import stopped: catalog database error: database or disk is full. Fix that (free some disk space \
+             if the disk is full), then run the same command again: the photos stay queued."
+        );
+        assert!(!terminal.contains("Resume"), "a terminal has no Resume button: {terminal}");
+        // An error that ends its own sentence is not given a second full stop.
+        assert_eq!(
+            stopped_message(&"the catalog is closed.", StopAdvice::Resume),
+            "The import stopped: the catalog is closed. Resume to try again."
+        );
     }
 }

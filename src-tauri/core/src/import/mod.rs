@@ -130,6 +130,33 @@ pub struct ImportOptions {
     /// their progress, then takes over once it is free. `None`: every process works the shared
     /// queue itself (ignored on SQLite, where the lock is always the catalog file's).
     pub worker_lock: Option<PathBuf>,
+    /// What the message of a queue stopped by a catalog failure (a full disk, a lost server) says
+    /// to do next, in the words of whoever reads it.
+    pub stop_advice: StopAdvice,
+}
+
+/// What to do after the queue stopped for a catalog failure: the window has a Resume button, a
+/// terminal does not.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StopAdvice {
+    /// The window's Resume button.
+    #[default]
+    Resume,
+    /// A terminal's: run the same command again (the CLI's `import` and `extract`).
+    RunAgain,
+}
+
+impl StopAdvice {
+    /// The sentence that ends the stopped queue's message.
+    pub fn text(self) -> &'static str {
+        match self {
+            Self::Resume => "Resume to try again.",
+            Self::RunAgain => {
+                "Fix that (free some disk space if the disk is full), then run the same command again: the photos \
+                 stay queued."
+            }
+        }
+    }
 }
 
 /// How long a desktop's claim on a shared queue's item holds without a renewal.
@@ -159,6 +186,7 @@ impl Default for ImportOptions {
             batch: BatchOptions::default(),
             lease: DEFAULT_LEASE,
             worker_lock: None,
+            stop_advice: StopAdvice::Resume,
         }
     }
 }
