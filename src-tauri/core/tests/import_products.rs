@@ -171,9 +171,11 @@ async fn a_shoot_is_grouped_into_products_and_each_product_is_one_request() {
 #[tokio::test]
 async fn the_same_bytes_in_a_group_are_sent_once_and_an_oversized_group_is_split_and_says_so() {
     let s = setup().await;
-    let shoot = s.shoot("big", &["box_1.jpg", "box_2.jpg", "box_3.jpg", "box_4.jpg", "box_5.jpg"], 40);
-    // box_5 has the same bytes as box_1.
-    std::fs::copy(shoot.join("box_1.jpg"), shoot.join("box_5.jpg")).unwrap();
+    // A product's photos (a side word among them: not a numbered sequence, which would be one
+    // product a photo).
+    let shoot = s.shoot("big", &["box_front.jpg", "box_2.jpg", "box_3.jpg", "box_4.jpg", "box_back.jpg"], 40);
+    // box_back has the same bytes as box_front.
+    std::fs::copy(shoot.join("box_front.jpg"), shoot.join("box_back.jpg")).unwrap();
     let enqueued = s.import(vec![shoot], stem(2)).await;
     assert_eq!(
         enqueued.report,
@@ -181,16 +183,16 @@ async fn the_same_bytes_in_a_group_are_sent_once_and_an_oversized_group_is_split
     );
     let products = s.products().await;
     let groups: Vec<Vec<&str>> = products.iter().map(file_names).collect();
-    // box_5.jpg was split off into a third part, then found to be box_1's bytes: that part is
-    // only the duplicate's skipped row, so two products were sent.
-    assert_eq!(groups, [vec!["box_1.jpg", "box_2.jpg"], vec!["box_3.jpg", "box_4.jpg"]]);
+    // box_back.jpg was split off into a third part, then found to be box_front's bytes: that part
+    // is only the duplicate's skipped row, so two products were sent.
+    assert_eq!(groups, [vec!["box_front.jpg", "box_2.jpg"], vec!["box_3.jpg", "box_4.jpg"]]);
     let splits: Vec<Option<SplitNote>> = products.iter().map(|p| p.group.as_ref().and_then(|g| g.split)).collect();
     assert_eq!(
         splits,
         [Some(SplitNote { part: 1, parts: 3, of_photos: 5 }), Some(SplitNote { part: 2, parts: 3, of_photos: 5 })]
     );
-    let duplicate = enqueued.files.iter().find(|f| f.path.ends_with("box_5.jpg")).unwrap();
-    assert_eq!(duplicate.result_of, products[0].row.id, "box_5's result is box_1's product");
+    let duplicate = enqueued.files.iter().find(|f| f.path.ends_with("box_back.jpg")).unwrap();
+    assert_eq!(duplicate.result_of, products[0].row.id, "box_back's result is box_front's product");
     assert_eq!(s.generate_bodies().len(), 2);
 }
 

@@ -214,7 +214,7 @@ describe("extract cards from the queue's rows", () => {
     expect(productLine(cards[0]).name).toBe("Saved Name");
     expect(isReviewable(cards[0])).toBe(false);
     expect(nextReady(cards, 3)).toBeNull();
-    expect(totals(cards)).toEqual({ total: 4, working: 1, ready: 1, failed: 1, saved: 1, duplicate: 0 });
+    expect(totals(cards)).toEqual({ total: 4, working: 1, waiting: 0, ready: 1, failed: 1, saved: 1, duplicate: 0 });
     expect(isDiscardable(cards[1])).toBe(true);
     cards = removeCard(cards, 2);
     expect(cards.map((c) => c.id)).toEqual([1, 3, 4]);
@@ -248,6 +248,9 @@ describe("cardWait", () => {
     // A card being extracted or done is not held by the queue.
     expect(cardWait(newCard(row(10, { state: "extracting" })), budget)).toBeNull();
     expect(cardWait(newCard(ready(11)), budget)).toBeNull();
+    // The view's summary counts a held card as waiting, not as in progress.
+    expect(totals([card, newCard(ready(12))], budget)).toMatchObject({ working: 0, waiting: 1, ready: 1 });
+    expect(totals([card], progress({ kind: "running" }))).toMatchObject({ working: 1, waiting: 0 });
   });
 });
 

@@ -146,6 +146,7 @@ export function nextReady(cards: readonly ExtractCard[], id: number): ExtractCar
 export interface CardTotals {
   total: number;
   working: number;
+  waiting: number;
   ready: number;
   failed: number;
   saved: number;
@@ -162,11 +163,14 @@ export function extractShows(cards: readonly ExtractCard[], pendingRead: boolean
   return pendingRead ? "empty" : "reading";
 }
 
-export function totals(cards: readonly ExtractCard[]): CardTotals {
-  const t: CardTotals = { total: cards.length, working: 0, ready: 0, failed: 0, saved: 0, duplicate: 0 };
+/** The cards per state; with the queue's progress, the ones it holds (a spent budget, an open
+ * breaker, a stop) count as `waiting`, not as in progress. */
+export function totals(cards: readonly ExtractCard[], progress: ImportProgress | null = null): CardTotals {
+  const t: CardTotals = { total: cards.length, working: 0, waiting: 0, ready: 0, failed: 0, saved: 0, duplicate: 0 };
   for (const c of cards) {
     const s = cardStatus(c.row);
-    if (s === "queued" || s === "preparing" || s === "extracting") t.working += 1;
+    if (cardWait(c, progress) !== null) t.waiting += 1;
+    else if (s === "queued" || s === "preparing" || s === "extracting") t.working += 1;
     else if (s === "skipped") t.failed += 1;
     else t[s] += 1;
   }

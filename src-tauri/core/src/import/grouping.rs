@@ -175,7 +175,9 @@ fn unpack_sequences<P: AsRef<Path>>(paths: &[P], groups: Vec<Group>, max_photos:
         }
     }
     // Runs of counters: one product each already; found to be reported.
-    let mut runs: HashMap<(Vec<u8>, Vec<u8>), Vec<(u64, usize)>> = HashMap::new();
+    // (folder, prefix) → (counter, photo index).
+    type RunKey = (Vec<u8>, Vec<u8>);
+    let mut runs: HashMap<RunKey, Vec<(u64, usize)>> = HashMap::new();
     for group in &out {
         if let [i] = group.photos[..] {
             if let Some((prefix, number)) = counter_of(paths[i].as_ref()) {
@@ -654,7 +656,8 @@ mod tests {
             (from..=to).map(|n| format!("d/{prefix}{n:0width$}.jpg")).collect()
         };
         // (the files, the product sizes expected in order, the sequences reported: first, last, count)
-        let table: Vec<(&str, Vec<String>, Vec<usize>, Vec<(&str, &str, usize)>)> = vec![
+        type Row = (&'static str, Vec<String>, Vec<usize>, Vec<(&'static str, &'static str, usize)>);
+        let table: Vec<Row> = vec![
             (
                 "Shopify-style export, SKU_n",
                 ["SKU123_1", "SKU123_2", "SKU123_3", "SKU456_1", "SKU456_2"].map(|n| format!("d/{n}.jpg")).to_vec(),

@@ -4,6 +4,12 @@
 //! runs it under `xvfb-run` with `--ignored`. The app starts with an empty data dir and no key,
 //! so this is exactly a newcomer's first minutes: demo mode, a dropped photo, review, save, list.
 //! Screenshots land in `target/e2e/`.
+//!
+//! `extract_view` holds every test of the Extract view, each run on both catalog backends: this
+//! computer's SQLite file and a team catalog on the throwaway PostgreSQL server
+//! (`scripts/with-postgres`), so a view that works on one and not the other cannot pass.
+
+mod extract_view;
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -14,15 +20,49 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::json;
 
 /// Each test has its own pair of ports (tauri-driver, then WebKitWebDriver), so a driver still
-/// shutting down from the previous test can never answer the next one.
-const NEWCOMER_PORTS: (u16, u16) = (4444, 4445);
-const BREAKER_PORTS: (u16, u16) = (4446, 4447);
+/// shutting down from the previous test can never answer the next one. The Extract view's tests
+/// take theirs from `extract_view`'s bases (4500 and up).
 const CATALOG_PORTS: (u16, u16) = (4448, 4449);
 const IMPORT_PORTS: (u16, u16) = (4450, 4451);
-/// The restart test starts the app twice: a pair for each run.
-const PENDING_PORTS: [(u16, u16); 2] = [(4452, 4453), (4454, 4455)];
 const SHOOT_PORTS: (u16, u16) = (4460, 4461);
 const TEAM_PORTS: (u16, u16) = (4462, 4463);
+
+/// The catalog a window works on: this computer's SQLite file in its data dir, or a team catalog
+/// (a fresh database on the throwaway PostgreSQL server of `scripts/with-postgres`).
+#[derive(Debug, Clone)]
+enum Backend {
+    Sqlite,
+    Team(String),
+}
+
+impl Backend {
+    /// A team catalog in a database of its own, named after `label`.
+    async fn team(label: &str) -> Self {
+        Backend::Team(pe_core::catalog::server::testing::fresh_database(label).await)
+    }
+
+    /// What a screenshot's name starts with.
+    fn label(&self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Team(_) => "team",
+        }
+    }
+
+    /// `env` with the variable that chooses this catalog (none for the SQLite file).
+    fn env(&self, env: &[(&str, &str)]) -> Vec<(String, String)> {
+        let mut all: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        if let Backend::Team(url) = self {
+            all.push(("PRODUCT_EXTRACTOR_CATALOG_URL".into(), url.clone()));
+        }
+        all
+    }
+}
+
+/// Borrowed pairs, as [`start_driver`] and [`app_command`] take them.
+fn pairs(env: &[(String, String)]) -> Vec<(&str, &str)> {
+    env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+}
 
 /// tauri-driver (its port, and the data dir its app runs on), stopped with SIGTERM so it also
 /// stops WebKitWebDriver.
@@ -233,218 +273,6 @@ async fn drop_files(c: &Client, paths: &[&Path]) {
         .await
         .unwrap();
     assert_eq!(result, json!("ok"));
-}
-
-#[tokio::test(flavor = "multi_thread")]
-#[ignore = "needs a display, tauri-driver and WebKitWebDriver: make test-e2e"]
-async fn newcomer_demo_drop_review_save_list() {
-    let data_dir = tempfile::tempdir().unwrap();
-    let driver = start_driver(data_dir.path(), NEWCOMER_PORTS, &[]);
-    let c = connect(&driver).await;
-    let long = Duration::from_secs(30);
-
-    // The window holds only the capabilities it uses: a core window API it never calls is refused.
-    let refused = c
-        .execute_async(
-            r#"const done = arguments[0];
-               window.__TAURI_INTERNALS__.invoke('plugin:window|set_title', { label: 'main', value: 'pwned' })
-                 .then(() => done('allowed'), (e) => done(String(e)));"#,
-            vec![],
-        )
-        .await
-        .unwrap();
-    assert!(refused.as_str().unwrap().contains("not allowed"), "{refused}");
-
-    // No key: the banner offers the demo.
-    let demo = wait_for(&c, "#demo-button", long).await;
-    screenshot(&c, "0-no-key").await;
-    demo.click().await.unwrap();
-    screenshot(&c, "1-demo-on").await;
-
-    // A dropped photo and a broken one: the broken one fails alone.
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/product.jpg");
-    let broken = data_dir.path().join("broken.jpg");
-    std::fs::write(&broken, b"this is not a photo").unwrap();
-    drop_files(&c, &[&fixture, &broken]).await;
-    let ready = wait_for(&c, r#"[data-testid="job-card"][data-status="ready"][data-file="product.jpg"]"#, long).await;
-    wait_for(&c, r#"[data-testid="job-card"][data-status="failed"][data-file="broken.jpg"]"#, long).await;
-    // The prepared photo's card shows its thumbnail; the broken one has none.
-    thumbnails_load(&c, r#"[data-testid="job-card"] img"#, 1, long).await;
-    screenshot(&c, "2-cards").await;
-
-    // Review: the form holds Gemini's proposal; edit the name and save.
-    ready.click().await.unwrap();
-    wait_for(&c, "#review", long).await;
-    let name = wait_for(&c, "#field-name", long).await;
-    let proposed = name.prop("value").await.unwrap().unwrap_or_default();
-    assert_eq!(proposed, "Crunchy Oat Bars", "the demo reads its own sample photo");
-    name.clear().await.unwrap();
-    name.send_keys("E2E Reviewed Granola").await.unwrap();
-    // The reviewer types the GTIN printed on the box (the demo proposed the same digits).
-    let gtin = wait_for(&c, "#field-gtin", long).await;
-    gtin.clear().await.unwrap();
-    gtin.send_keys("4006381333931").await.unwrap();
-    // The proposal fills the form (three attributes), so the raw toggle is below the fold of the
-    // form's scrolling pane: scroll to it, as the reviewer would.
-    let raw = wait_for(&c, "#raw-toggle", long).await;
-    c.execute("arguments[0].scrollIntoView({block: 'center'});", vec![serde_json::to_value(&raw).unwrap()])
-        .await
-        .unwrap();
-    raw.click().await.unwrap();
-    wait_text(&c, "#raw-json", "candidates", long).await;
-    screenshot(&c, "3-review").await;
-    wait_for(&c, "#save-product:not([disabled])", long).await.click().await.unwrap();
-    wait_for(&c, r#"[data-testid="job-card"][data-status="saved"]"#, long).await;
-    screenshot(&c, "4-saved").await;
-
-    // The product list shows what was saved.
-    wait_for(&c, "#nav-products", long).await.click().await.unwrap();
-    wait_text(&c, r#"[data-testid="product-row"]"#, "E2E Reviewed Granola", long).await;
-    screenshot(&c, "5-products").await;
-
-    // Settings: the key field is masked, and in demo mode no real key is configured.
-    wait_for(&c, "#nav-settings", long).await.click().await.unwrap();
-    let key = wait_for(&c, "#settings-api-key", long).await;
-    assert_eq!(key.attr("type").await.unwrap().as_deref(), Some("password"));
-    // The Gemini request's settings and the price of the saved model (or "price unknown").
-    wait_for(&c, "#settings-thinking", long).await;
-    wait_for(&c, "#settings-media-resolution", long).await;
-    wait_text(&c, "#settings-model-price", "Saved model", long).await;
-    screenshot(&c, "6-settings").await;
-
-    // The live breaker panel: the demo's call was a success; forcing it open shows at once. A
-    // photo dropped meanwhile waits in the queue (it no longer fails with circuit_open) and says
-    // why; back to normal, it goes on by itself. (Another photo: the same bytes would show the
-    // product just saved.)
-    wait_for(&c, "#nav-status", long).await.click().await.unwrap();
-    wait_text(&c, "#breaker-state", "CLOSED", long).await;
-    wait_for(&c, r#"#breaker-badge[data-state="closed"]"#, long).await;
-    wait_for(&c, "#breaker-force-open", long).await.click().await.unwrap();
-    wait_text(&c, "#breaker-state", "FORCED_OPEN", long).await;
-    wait_for(&c, r#"#breaker-badge[data-state="forced_open"]"#, long).await;
-    wait_for(&c, "#nav-extract", long).await.click().await.unwrap();
-    let second = data_dir.path().join("second.png");
-    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/label.png"), &second).unwrap();
-    drop_files(&c, &[&second]).await;
-    wait_for(&c, r#"[data-testid="job-card"][data-status="queued"][data-file="second.png"]"#, long).await;
-    wait_text(&c, r#"[data-testid="job-card"][data-file="second.png"]"#, "Paused: calls to Gemini are held", long)
-        .await;
-    screenshot(&c, "7-circuit-open-card").await;
-    wait_for(&c, "#nav-status", long).await.click().await.unwrap();
-    wait_text(&c, "#breaker-events", "CLOSED → FORCED_OPEN", long).await;
-    wait_text(&c, "#breaker-panel", "notPermittedCalls", long).await;
-    screenshot(&c, "8-breaker-panel").await;
-    wait_for(&c, "#breaker-normal", long).await.click().await.unwrap();
-    wait_text(&c, "#breaker-state", "CLOSED", long).await;
-    wait_for(&c, "#nav-extract", long).await.click().await.unwrap();
-    wait_for(&c, r#"[data-testid="job-card"][data-status="ready"][data-file="second.png"]"#, long).await;
-    c.close().await.unwrap();
-
-    // And the catalog on disk agrees, read through the headless CLI.
-    let rows = products_on_disk(data_dir.path());
-    assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
-    assert_eq!(rows[0]["name"], "E2E Reviewed Granola");
-}
-
-/// A photo dropped on Extract and not reviewed yet is still there after the app is closed and
-/// started again on the same data dir, and can be saved then.
-#[tokio::test(flavor = "multi_thread")]
-#[ignore = "needs a display, tauri-driver and WebKitWebDriver: make test-e2e"]
-async fn a_pending_review_survives_a_restart() {
-    let data_dir = tempfile::tempdir().unwrap();
-    let long = Duration::from_secs(30);
-    let ready = r#"[data-testid="job-card"][data-status="ready"][data-file="product.jpg"]"#;
-    {
-        let driver = start_driver(data_dir.path(), PENDING_PORTS[0], &[]);
-        let c = connect(&driver).await;
-        wait_for(&c, "#demo-button", long).await.click().await.unwrap();
-        wait_for(&c, r#".banner.demo"#, long).await;
-        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/product.jpg");
-        drop_files(&c, &[&fixture]).await;
-        wait_for(&c, ready, long).await;
-        c.close().await.unwrap();
-    }
-
-    let driver = start_driver(data_dir.path(), PENDING_PORTS[1], &[]);
-    let c = connect(&driver).await;
-    let card = wait_for(&c, ready, long).await;
-    screenshot(&c, "pending-1-after-restart").await;
-    card.click().await.unwrap();
-    wait_for(&c, "#review", long).await;
-    let name = wait_for(&c, "#field-name", long).await;
-    name.clear().await.unwrap();
-    name.send_keys("Reviewed After Restart").await.unwrap();
-    let gtin = wait_for(&c, "#field-gtin", long).await;
-    gtin.clear().await.unwrap();
-    gtin.send_keys("4006381333931").await.unwrap();
-    wait_for(&c, "#save-product:not([disabled])", long).await.click().await.unwrap();
-    wait_for(&c, r#"[data-testid="job-card"][data-status="saved"][data-file="product.jpg"]"#, long).await;
-    c.close().await.unwrap();
-    drop(driver);
-
-    let rows = products_on_disk(data_dir.path());
-    assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
-    assert_eq!(rows[0]["name"], "Reviewed After Restart");
-}
-
-/// The breaker panel in the real window against a failing, then recovering, fake Gemini:
-/// CLOSED → OPEN (badge and panel) → probe due → HALF_OPEN while the probe runs → CLOSED.
-#[tokio::test(flavor = "multi_thread")]
-#[ignore = "needs a display, tauri-driver and WebKitWebDriver: make test-e2e"]
-async fn breaker_opens_then_probes_and_closes() {
-    use fake_gemini::{Behavior, FakeGemini, FakeOptions};
-
-    let fake = FakeGemini::start(FakeOptions { default_behavior: Behavior::Unavailable, ..FakeOptions::default() })
-        .await
-        .unwrap();
-    let data_dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        data_dir.path().join("config.toml"),
-        "[circuit_breaker]\nsliding_window_size = 2\nminimum_number_of_calls = 2\n\
-         wait_duration_in_open_state = \"3s\"\npermitted_number_of_calls_in_half_open_state = 1\n\
-         [retry]\nmax_attempts = 1\n",
-    )
-    .unwrap();
-    let base_url = fake.base_url();
-    let driver =
-        start_driver(data_dir.path(), BREAKER_PORTS, &[("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &base_url)]);
-    let c = connect(&driver).await;
-    let long = Duration::from_secs(30);
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/product.jpg");
-    let copy = |name: &str| {
-        let p = data_dir.path().join(name);
-        std::fs::copy(&fixture, &p).unwrap();
-        p
-    };
-
-    wait_for(&c, r#"#breaker-badge[data-state="closed"]"#, long).await;
-    wait_for(&c, "#nav-status", long).await.click().await.unwrap();
-    wait_text(&c, "#breaker-state", "CLOSED", long).await;
-
-    // Two failures with a window of two: OPEN, shown live without any click.
-    let (a, b) = (copy("a.jpg"), copy("b.jpg"));
-    drop_files(&c, &[&a, &b]).await;
-    wait_for(&c, r#"#breaker-badge[data-state="open"]"#, long).await;
-    // A drop shows the Extract view; the badge is one click from the panel.
-    wait_for(&c, "#breaker-badge", long).await.click().await.unwrap();
-    wait_text(&c, "#breaker-state", "OPEN", long).await;
-    wait_text(&c, "#breaker-events", "CLOSED → OPEN", long).await;
-    screenshot(&c, "breaker-1-open").await;
-
-    // Gemini recovers (slowly, so the probe can be seen); after the wait the next photo probes.
-    fake.set_default(Behavior::Slow(Duration::from_millis(2500)));
-    tokio::time::sleep(Duration::from_millis(3200)).await;
-    let probe = copy("probe.jpg");
-    drop_files(&c, &[&probe]).await;
-    wait_for(&c, r#"#breaker-badge[data-state="half_open"]"#, long).await;
-    wait_for(&c, "#breaker-badge", long).await.click().await.unwrap();
-    wait_text(&c, "#breaker-state", "HALF_OPEN", long).await;
-    screenshot(&c, "breaker-2-half-open").await;
-    wait_for(&c, r#"#breaker-badge[data-state="closed"]"#, long).await;
-    wait_text(&c, "#breaker-events", "HALF_OPEN → CLOSED", long).await;
-    screenshot(&c, "breaker-3-closed").await;
-    assert_eq!(fake.generate_count(), 3, "no request reached Gemini while the breaker was open");
-    c.close().await.unwrap();
 }
 
 /// Seeds the catalog in `data_dir` with `names` (brand and category vary), each on its own photo.
@@ -975,12 +803,18 @@ async fn a_product_of_two_photos_is_reviewed_with_its_barcode_box_and_split_with
 
 /// The saved products, read from `data_dir` through the headless CLI (`products list --json`).
 fn products_on_disk(data_dir: &Path) -> serde_json::Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_product-extractor"))
-        .args(["products", "list", "--json"])
-        .env("PRODUCT_EXTRACTOR_DATA_DIR", data_dir)
-        .env_remove("DISPLAY")
-        .output()
-        .unwrap();
+    products_on(&Backend::Sqlite, data_dir)
+}
+
+/// The saved products of `backend`'s catalog (`data_dir`'s for SQLite), read through the
+/// headless CLI (`products list --json`).
+fn products_on(backend: &Backend, data_dir: &Path) -> serde_json::Value {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_product-extractor"));
+    command.args(["products", "list", "--json"]).env("PRODUCT_EXTRACTOR_DATA_DIR", data_dir).env_remove("DISPLAY");
+    for (k, v) in backend.env(&[]) {
+        command.env(k, v);
+    }
+    let out = command.output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
