@@ -29,7 +29,8 @@ macro_rules! on_both_backends {
         #[tokio::test(flavor = "multi_thread")]
         #[ignore = "needs a display, tauri-driver, WebKitWebDriver and PostgreSQL: make test-e2e"]
         async fn $team() {
-            $scenario(Backend::team(stringify!($team)).await, $team_base).await;
+            // A short label: PostgreSQL cuts names at 63 bytes, and the pid and a counter follow.
+            $scenario(Backend::team("e2e_extract").await, $team_base).await;
         }
     };
 }
@@ -207,6 +208,11 @@ async fn newcomer(backend: Backend, base: u16) {
     wait_for(&c, &card_in("ready", "second.png"), long).await;
     c.close().await.unwrap();
     drop(driver);
+
+    // The log says when the window showed its first data, and no transaction was nested.
+    let log = super::last_log_lines(&data_dir.path().join("logs"), 100_000);
+    assert!(log.contains("the window is interactive"), "{log}");
+    assert!(!log.contains("transaction in progress"), "{log}");
 
     // And the catalog agrees, read through the headless CLI.
     let rows = products_on(&backend, data_dir.path());
@@ -455,11 +461,22 @@ async fn a_waiting_card_says_why_and_goes_on_once_fixed(backend: Backend, base: 
     assert!(!numbers.contains("left"), "no ETA while the budget holds: {numbers}");
     assert!(numbers.contains("spent"), "the view says what its items cost: {numbers}");
     screenshot(&c, &name("3-budget-import-view")).await;
+    // Settings' usage panel says the budget is already passed, and draws today's spend as one
+    // day's bar on a money scale.
+    wait_for(&c, "#nav-settings", long).await.click().await.unwrap();
+    let warning = wait_for(&c, "#usage-budget-warning", long).await;
+    c.execute("arguments[0].scrollIntoView({block: 'center'});", vec![serde_json::to_value(&warning).unwrap()])
+        .await
+        .unwrap();
+    let today = wait_text(&c, "#usage-today", "daily budget", long).await;
+    assert!(today.contains(" of a $"), "{today}");
+    wait_text(&c, "#usage-budget-warning", "already over this budget", long).await;
+    screenshot(&c, &name("4-usage-over-budget")).await;
 
     // A higher budget (none): the photo goes on by itself.
     wait_for(&c, "#nav-extract", long).await.click().await.unwrap();
     assert_eq!(set_budget(json!(null)).await.unwrap(), json!("ok"));
     wait_for(&c, &card_in("ready", "second.png"), long).await;
-    screenshot(&c, &name("4-going-on")).await;
+    screenshot(&c, &name("5-going-on")).await;
     c.close().await.unwrap();
 }

@@ -523,7 +523,7 @@ async fn settle(shared: &Arc<Shared>, open: &OpenBatch, status: BatchStatus) -> 
         if let Some(attempt) = &finish.attempt {
             shared.add_cost(attempt);
         }
-        let counted = shared.counted(move |conn| store::finish(conn, &finish, now)).await?;
+        let counted = shared.counted_costing(move |conn| store::finish(conn, &finish, now)).await?;
         if counted.value {
             shared.item_changed(id, to, &counted);
         }

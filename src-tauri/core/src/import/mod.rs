@@ -339,7 +339,7 @@ impl ImportQueue {
         };
         if !queue.try_to_work().await? {
             tracing::info!("import: another process works this catalog's queue; items are handed to it");
-            let counted = queue.shared().counted(|_| Ok(())).await?;
+            let counted = queue.shared().counted_costing(|_| Ok(())).await?;
             queue.shared().publish(&counted, 0);
             // Where things stand now: every change the worker makes from here on is followed.
             queue.shared().follow_others().await?;
@@ -369,9 +369,9 @@ impl ImportQueue {
         // Crash-resume: on SQLite everything a previous run left in flight; on a server only what
         // a dead desktop left (a lease run out, or a process of this computer that is gone).
         let resumed = if on_server {
-            shared.counted(move |conn| store::tend_leases(conn, lease, &process_alive, now)).await?
+            shared.counted_costing(move |conn| store::tend_leases(conn, lease, &process_alive, now)).await?
         } else {
-            shared.counted(move |conn| store::requeue_unfinished(conn, now)).await?
+            shared.counted_costing(move |conn| store::requeue_unfinished(conn, now)).await?
         };
         if resumed.value > 0 {
             tracing::info!(items = resumed.value, "import: unfinished items from an earlier run are queued again");
@@ -634,7 +634,7 @@ impl ImportQueue {
         T: Send + 'static,
         F: FnMut(&crate::catalog::db::Db<'_>) -> Result<T, ImportError> + Send + 'static,
     {
-        let counted = self.shared().counted(f).await?;
+        let counted = self.shared().counted_costing(f).await?;
         self.shared().publish(&counted, 1);
         Ok(counted.value)
     }

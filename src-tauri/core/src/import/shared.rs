@@ -50,6 +50,8 @@ pub(crate) struct Shared {
     pub(crate) events: broadcast::Sender<ItemChanged>,
     /// The newest count read published (see `Counted::seq`): an older read never wins.
     pub(crate) last_counts_seq: AtomicU64,
+    /// The same for the queue's cost, which only some reads carry.
+    pub(crate) last_cost_seq: AtomicU64,
     /// Perceptual hashes of product photos and queued photos, for near-duplicate hints.
     pub(crate) near: Mutex<NearIndex>,
     /// Bounds the photos prepared at once (CPU), independently of the calls in flight.
@@ -177,6 +179,7 @@ impl Shared {
             progress: watch::channel(ImportProgress::new(ImportStatus::Idle)).0,
             events: broadcast::channel(EVENT_CAPACITY).0,
             last_counts_seq: AtomicU64::new(0),
+            last_cost_seq: AtomicU64::new(0),
             near: Mutex::new(near),
             prepare_slots: Semaphore::new(options.prepare_concurrency.max(1)),
             sends: RwLock::new(sends),
@@ -346,7 +349,11 @@ impl Shared {
         self.progress.send_modify(|p| {
             if self.last_counts_seq.fetch_max(counted.seq, Ordering::SeqCst) < counted.seq {
                 p.set_counts(counted.counts, counted.duplicates);
-                p.queue_cost = counted.cost;
+            }
+            if let Some(cost) = counted.cost {
+                if self.last_cost_seq.fetch_max(counted.seq, Ordering::SeqCst) < counted.seq {
+                    p.queue_cost = cost;
+                }
             }
             p.changes += changes;
             p.throughput_per_min = (per_minute * 10.0).round() / 10.0;
@@ -377,7 +384,17 @@ impl Shared {
         T: Send + 'static,
         F: FnMut(&crate::catalog::db::Db<'_>) -> Result<T, ImportError> + Send + 'static,
     {
-        self.store.counted(f).await
+        self.store.counted(f, false).await
+    }
+
+    /// [`Shared::counted`] after a change that can change what the queue's items cost (an attempt
+    /// recorded, items removed, another process's changes), reading that too.
+    pub(crate) async fn counted_costing<T, F>(&self, f: F) -> Result<Counted<T>, ImportError>
+    where
+        T: Send + 'static,
+        F: FnMut(&crate::catalog::db::Db<'_>) -> Result<T, ImportError> + Send + 'static,
+    {
+        self.store.counted(f, true).await
     }
 
     pub(crate) fn throughput_restart(&self) {
@@ -537,7 +554,7 @@ impl Shared {
         if known.is_none() || known == Some(version) {
             return Ok(false);
         }
-        let counted = self.counted(move |conn| store::changed_since(conn, since)).await?;
+        let counted = self.counted_costing(move |conn| store::changed_since(conn, since)).await?;
         let changes = &counted.value;
         let fresh: Vec<(ItemId, ItemState)> = {
             let mut follow = lock(&self.follow);

@@ -48,8 +48,8 @@ pub(crate) struct Counted<T> {
     pub value: T,
     pub counts: StateCounts,
     pub duplicates: u32,
-    /// What the calls for the queue's items cost.
-    pub cost: CostTotal,
+    /// What the calls for the queue's items cost, when it was read.
+    pub cost: Option<CostTotal>,
     /// The read's place in the catalog thread's order.
     pub seq: u64,
 }
@@ -176,8 +176,10 @@ impl ImportStore {
         self.catalog.run_db(f).await
     }
 
-    /// Runs `f`, then reads the counts (outside `f`'s transaction, on the same thread).
-    pub(crate) async fn counted<T, F>(&self, f: F) -> Result<Counted<T>, ImportError>
+    /// Runs `f`, then reads the counts (outside `f`'s transaction, on the same thread); with
+    /// `cost`, also what the queue's items cost (a read over every item: only after a change that
+    /// can change it, an attempt recorded or items removed, not after every claim).
+    pub(crate) async fn counted<T, F>(&self, f: F, cost: bool) -> Result<Counted<T>, ImportError>
     where
         T: Send + 'static,
         F: FnMut(&Db<'_>) -> Result<T, ImportError> + Send + 'static,
@@ -187,7 +189,7 @@ impl ImportStore {
         self.run(move |conn| {
             let value = f(conn)?;
             let (counts, duplicates) = counts(conn)?;
-            let cost = catalog_tx::queue_cost(conn)?;
+            let cost = if cost { Some(catalog_tx::queue_cost(conn)?) } else { None };
             let seq = reads.fetch_add(1, Ordering::SeqCst) + 1;
             Ok(Counted { value, counts, duplicates, cost, seq })
         })
