@@ -148,6 +148,14 @@ async fn two_desktops_importing_one_folder_send_each_photo_once_and_share_the_wo
     assert!(alice.fake.max_in_flight() <= 4 && bob.fake.max_in_flight() <= 4);
     // Who queued it is recorded: the item's host.
     assert!(all.iter().all(|r| matches!(r.queued_on.as_deref(), Some("desk-1" | "desk-2"))), "{all:?}");
+    // What the Import view says was spent covers both desktops' calls on each desktop (its own
+    // added as they finish, the other's read when it follows the other's changes).
+    for queue in [&qa, &qb] {
+        let mut progress = queue.progress();
+        let all_calls = tokio::time::timeout(Duration::from_secs(10), progress.wait_for(|p| p.queue_cost.calls == 40));
+        assert!(all_calls.await.is_ok(), "{:?}", queue.progress().borrow().queue_cost);
+        assert!(queue.progress().borrow().queue_cost.usd > pe_core::pricing::Usd::ZERO);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -32,6 +32,16 @@ pub struct CostTotal {
 }
 
 impl CostTotal {
+    /// Adds another total.
+    pub fn add_total(&mut self, other: &CostTotal) {
+        self.calls = self.calls.saturating_add(other.calls);
+        self.input_tokens += other.input_tokens;
+        self.cached_tokens += other.cached_tokens;
+        self.output_tokens += other.output_tokens;
+        self.usd = self.usd.saturating_add(other.usd);
+        self.unpriced_calls = self.unpriced_calls.saturating_add(other.unpriced_calls);
+    }
+
     /// Adds one attempt's usage and cost.
     pub fn add(&mut self, tokens: Option<BilledTokens>, cost: Option<Usd>) {
         self.calls = self.calls.saturating_add(1);

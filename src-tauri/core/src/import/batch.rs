@@ -523,9 +523,11 @@ async fn settle(shared: &Arc<Shared>, open: &OpenBatch, status: BatchStatus) -> 
         if let Some(attempt) = &finish.attempt {
             shared.add_cost(attempt);
         }
-        let counted = shared.counted_costing(move |conn| store::finish(conn, &finish, now)).await?;
+        let counted = shared.write_outcome(finish).await?;
         if counted.value {
             shared.item_changed(id, to, &counted);
+        } else {
+            shared.publish(&counted, 0);
         }
     }
     // Items the batch gave no answer for go back to the queue; the batch is done.

@@ -482,8 +482,8 @@ fn finish_error(error: &ExtractError, attempt: Option<crate::catalog::NewAttempt
 }
 
 async fn finish(shared: &Arc<Shared>, outcome: Finish) -> Result<(), ImportError> {
-    let (id, to, now) = (outcome.id, outcome.to, shared.now());
-    let counted = shared.counted_costing(move |conn| store::finish(conn, &outcome, now)).await?;
+    let (id, to) = (outcome.id, outcome.to);
+    let counted = shared.write_outcome(outcome).await?;
     if counted.value {
         shared.item_changed(id, to, &counted);
     } else {

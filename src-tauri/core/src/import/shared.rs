@@ -17,7 +17,7 @@ use super::progress::{eta_ms, ImportProgress, ImportStatus, Throughput};
 use super::records::{Enqueued, ItemChanged, ItemId, ItemOrigin, ItemState};
 use super::scan::{self, Scanned};
 use super::slots::SendSlots;
-use super::store::{self, Counted, ImportStore};
+use super::store::{self, CostRead, Counted, ImportStore};
 use super::{EnqueueOptions, ImportError, ImportOptions};
 use crate::catalog::{CatalogError, CostTotal, NewAttempt};
 use crate::error::ErrorCode;
@@ -352,7 +352,10 @@ impl Shared {
             }
             if let Some(cost) = counted.cost {
                 if self.last_cost_seq.fetch_max(counted.seq, Ordering::SeqCst) < counted.seq {
-                    p.queue_cost = cost;
+                    match cost {
+                        CostRead::Total(total) => p.queue_cost = total,
+                        CostRead::Add(added) => p.queue_cost.add_total(&added),
+                    }
                 }
             }
             p.changes += changes;
@@ -387,8 +390,23 @@ impl Shared {
         self.store.counted(f, false).await
     }
 
-    /// [`Shared::counted`] after a change that can change what the queue's items cost (an attempt
-    /// recorded, items removed, another process's changes), reading that too.
+    /// Writes an item's outcome ([`store::finish`]) and returns its counts, with what its attempt
+    /// cost to add to the queue's cost (a read over every item after each call would cost
+    /// milliseconds at thousands of items).
+    pub(crate) async fn write_outcome(&self, finish: store::Finish) -> Result<Counted<bool>, ImportError> {
+        let now = self.now();
+        let added = finish.attempt.as_ref().map(|attempt| {
+            let mut cost = CostTotal::default();
+            cost.add(attempt.usage.map(|u| u.billed()), attempt.cost);
+            cost
+        });
+        let mut counted = self.counted(move |conn| store::finish(conn, &finish, now)).await?;
+        counted.cost = added.map(CostRead::Add);
+        Ok(counted)
+    }
+
+    /// [`Shared::counted`] after a change that can change what the queue's items cost (items
+    /// removed, another process's changes, the queue opened), reading that too.
     pub(crate) async fn counted_costing<T, F>(&self, f: F) -> Result<Counted<T>, ImportError>
     where
         T: Send + 'static,

@@ -48,10 +48,20 @@ pub(crate) struct Counted<T> {
     pub value: T,
     pub counts: StateCounts,
     pub duplicates: u32,
-    /// What the calls for the queue's items cost, when it was read.
-    pub cost: Option<CostTotal>,
+    /// What the calls for the queue's items cost, when this read changes it.
+    pub cost: Option<CostRead>,
     /// The read's place in the catalog thread's order.
     pub seq: u64,
+}
+
+/// A change to what the calls for the queue's items cost (`ImportProgress::queue_cost`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CostRead {
+    /// Read over every item (at open, after items were removed, after other processes' changes).
+    Total(CostTotal),
+    /// One attempt this process recorded: added to the last total, unless a total read after it
+    /// (a later `seq`) was published already, which holds it.
+    Add(CostTotal),
 }
 
 /// What the enqueue hands the store, in the order scanned.
@@ -189,7 +199,7 @@ impl ImportStore {
         self.run(move |conn| {
             let value = f(conn)?;
             let (counts, duplicates) = counts(conn)?;
-            let cost = if cost { Some(catalog_tx::queue_cost(conn)?) } else { None };
+            let cost = if cost { Some(CostRead::Total(catalog_tx::queue_cost(conn)?)) } else { None };
             let seq = reads.fetch_add(1, Ordering::SeqCst) + 1;
             Ok(Counted { value, counts, duplicates, cost, seq })
         })
