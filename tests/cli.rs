@@ -954,6 +954,34 @@ async fn import_groups_a_shoot_into_products_with_all_their_files() {
     assert_eq!(fake.generate_count(), 6);
 }
 
+/// A disk too full for the import (here: a watermark of the whole disk, `[import]
+/// min_free_disk_percent = 100`): `import` sends nothing, says which disk and how much is free and
+/// what to do in a terminal, exits 1, and the photos stay queued for the next run.
+#[tokio::test(flavor = "multi_thread")]
+async fn import_on_a_full_disk_exits_1_says_so_and_keeps_the_photos_queued() {
+    let fake = FakeGemini::start(FakeOptions::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(
+        data.join("config.toml"),
+        "[import]\nmin_free_disk_bytes = 1000000000000000000\nmin_free_disk_percent = 100.0\n",
+    )
+    .unwrap();
+    photos(&dir.path().join("shoot"), 3, 640);
+    let env = [("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &fake.base_url() as &str)];
+    let out = cli(&data, &env, &["import", dir.path().join("shoot").to_str().unwrap()]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("The disk holding the catalog ({})", data.display())), "{stderr}");
+    assert!(stderr.contains("free, less than the"), "{stderr}");
+    assert!(stderr.contains("then run the same command again: the photos stay queued"), "{stderr}");
+    assert_eq!(fake.generate_count(), 0, "nothing is sent while the disk is too full");
+    let status = cli(&data, &[], &["import", "status", "--json"]).await;
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["counts"]["queued"], 3, "{status}");
+}
+
 /// A shoot renamed in sequence (`photo-000.jpg` … `photo-011.jpg`, how many teams name files) is
 /// twelve products, one request each, and the import says why: a stderr note and the summary's
 /// `sequences` (before, the stem rule took the numbers for photo numbers of one product "photo"

@@ -487,6 +487,10 @@ async fn extract(state: &AppState, args: ExtractArgs) -> i32 {
     for file in &enqueued.files {
         let detail = tokio::select! {
             detail = queue.finished(file.result_of) => detail,
+            message = import::disk_full(&queue) => {
+                eprintln!("error: {message}");
+                return EXIT_FAILED;
+            }
             _ = tokio::signal::ctrl_c() => {
                 eprintln!("interrupted: the files wait in the queue; run the same command again to get their results");
                 return EXIT_FAILED;

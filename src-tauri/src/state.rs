@@ -216,6 +216,8 @@ impl AppState {
             self.shared.catalog.location().hash(&mut hasher);
             let name = format!("team-{:016x}.import-lock", hasher.finish());
             options.worker_lock = Some(self.shared.paths.data_dir.join(name));
+            // The catalog is on the server: the disk kept free is the data dir's (logs, locks).
+            options.disk.dir = Some(self.shared.paths.data_dir.clone());
         }
         options
     }

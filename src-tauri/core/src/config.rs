@@ -31,6 +31,8 @@
 //! [import]                 # which photos are one product (`import::grouping`; not yet applied)
 //! group_by = "stem"        # stem | folder | none
 //! max_photos_per_product = 6   # a larger group is split (and the review says so)
+//! min_free_disk_bytes = 1073741824  # the import pauses below the smaller of this and
+//! min_free_disk_percent = 5.0       # this share of the catalog's disk
 //!
 //! [circuit_breaker]        # and [bulkhead], [time_limiter], [retry], [rate_limiter]:
 //! wait_duration_in_open_state = "15s"   # the resilience stack's sections, see `resilience`
@@ -109,6 +111,12 @@ pub struct ImportConfig {
     /// A larger group is split into products of this many photos.
     #[ts(type = "number")]
     pub max_photos_per_product: usize,
+    /// The import takes no more photos while the catalog's disk has less free than the smaller of
+    /// this and `min_free_disk_percent` of the disk (what is in flight is still written); it goes
+    /// on by itself once there is room.
+    #[ts(type = "number")]
+    pub min_free_disk_bytes: u64,
+    pub min_free_disk_percent: f64,
 }
 
 /// The most photos one product's request may carry (`[import] max_photos_per_product`): ~1,000
@@ -122,6 +130,11 @@ impl Config {
         crate::import::ImportOptions {
             batch: self.batch.import_options(),
             lease: self.catalog.lease,
+            disk: crate::disk::DiskCheck {
+                min_free_bytes: self.import.min_free_disk_bytes,
+                min_free_percent: self.import.min_free_disk_percent,
+                ..crate::disk::DiskCheck::default()
+            },
             ..crate::import::ImportOptions::default()
         }
     }
@@ -136,7 +149,12 @@ impl ImportConfig {
 
 impl Default for ImportConfig {
     fn default() -> Self {
-        Self { group_by: GroupBy::default(), max_photos_per_product: DEFAULT_MAX_PHOTOS_PER_PRODUCT }
+        Self {
+            group_by: GroupBy::default(),
+            max_photos_per_product: DEFAULT_MAX_PHOTOS_PER_PRODUCT,
+            min_free_disk_bytes: crate::disk::DEFAULT_MIN_FREE_BYTES,
+            min_free_disk_percent: crate::disk::DEFAULT_MIN_FREE_PERCENT,
+        }
     }
 }
 
@@ -526,6 +544,9 @@ impl Config {
         }
         if !(1..=MAX_PHOTOS_PER_PRODUCT_LIMIT).contains(&self.import.max_photos_per_product) {
             return invalid("import.max_photos_per_product", "must be between 1 and 16");
+        }
+        if !(0.0..=100.0).contains(&self.import.min_free_disk_percent) {
+            return invalid("import.min_free_disk_percent", "must be between 0 and 100");
         }
         self.catalog_url(None)?;
         Ok(())

@@ -77,6 +77,9 @@ pub enum ErrorCode {
     /// A product's photos were changed in review (a photo moved in or out): its proposal was for
     /// other photos. Extract it again (only when asked: it costs a call).
     Regrouped,
+    /// The disk holding the catalog is full, or below the free space the queue keeps
+    /// (`[import] min_free_disk_bytes` / `min_free_disk_percent`): free some space.
+    DiskFull,
 }
 
 impl ErrorCode {
@@ -112,6 +115,7 @@ impl ErrorCode {
             Self::BudgetSpent => "budget_spent",
             Self::BatchEnded => "batch_ended",
             Self::Regrouped => "regrouped",
+            Self::DiskFull => "disk_full",
         }
     }
 }
@@ -227,6 +231,7 @@ mod tests {
             ErrorCode::RevisionConflict,
             ErrorCode::Conflict,
             ErrorCode::Io,
+            ErrorCode::DiskFull,
         ] {
             assert_eq!(serde_json::to_value(code).unwrap(), serde_json::json!(code.as_str()));
         }

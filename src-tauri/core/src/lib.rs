@@ -18,7 +18,8 @@
 //! - [`resilience`] is the circuit breaker for calls to Gemini, with Resilience4j's semantics.
 //! - [`pricing`] is what a call costs: the price table, the one cost rule, the daily budget.
 //! - [`config`] and [`error`] are shared by all of them; [`memory`] is the allocator setting the
-//!   app applies at startup so that a long import's memory stays flat.
+//!   app applies at startup so that a long import's memory stays flat; [`disk`] is the free space
+//!   the import keeps on the catalog's disk.
 //!
 //! This crate never depends on tauri, nor carries the fake Gemini server: that is the `fake-gemini`
 //! crate (src-tauri/fake-gemini), which the tests, the benchmarks and the app's demo mode use.
@@ -26,6 +27,7 @@
 pub mod barcode;
 pub mod catalog;
 pub mod config;
+pub mod disk;
 pub mod error;
 pub mod gemini;
 pub mod import;

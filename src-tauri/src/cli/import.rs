@@ -231,6 +231,7 @@ impl Run {
         let mut drawn = Instant::now() - PROGRESS_EVERY;
         let mut shown: Option<ImportStatus> = None;
         self.last_progress = Instant::now();
+        let mut disk_full: Option<String> = None;
         let interrupted = loop {
             let status = {
                 let p = progress.borrow_and_update();
@@ -239,6 +240,16 @@ impl Run {
                 }
                 p.status.clone()
             };
+            // A full disk ends a terminal's run (its state line says why): the photos stay queued
+            // for the next run, once there is room.
+            if let ImportStatus::PausedDisk { message, .. } = &status {
+                if let Some(line) = state_line(shown.as_ref(), &status) {
+                    let clear = if terminal { "\r\x1b[K" } else { "" };
+                    eprintln!("{clear}{line}");
+                }
+                disk_full = Some(message.clone());
+                break false;
+            }
             // A new pause time is a change too: the breaker opened again.
             if shown.as_ref() != Some(&status) {
                 if let Some(line) = state_line(shown.as_ref(), &status) {
@@ -286,6 +297,11 @@ impl Run {
         }
         if interrupted {
             eprintln!("interrupted: run the same command again to resume");
+            return EXIT_FAILED;
+        }
+        if let Some(message) = disk_full {
+            self.gave_up = Some(message.clone());
+            eprintln!("error: {message}");
             return EXIT_FAILED;
         }
         if let Some(why) = &self.gave_up {
@@ -405,6 +421,7 @@ fn state_line(before: Option<&ImportStatus>, now: &ImportStatus) -> Option<Strin
             ImportStatus::PausedBreaker { .. }
                 | ImportStatus::WaitingQuota { .. }
                 | ImportStatus::PausedBudget { .. }
+                | ImportStatus::PausedDisk { .. }
                 | ImportStatus::Stopped { .. }
                 | ImportStatus::PausedByUser
         )
@@ -418,6 +435,7 @@ fn state_line(before: Option<&ImportStatus>, now: &ImportStatus) -> Option<Strin
         ImportStatus::PausedBreaker { message, .. }
         | ImportStatus::WaitingQuota { message, .. }
         | ImportStatus::PausedBudget { message, .. } => line(message),
+        ImportStatus::PausedDisk { message, .. } => format!("stopped: {}", message.trim().trim_end_matches('.')),
         ImportStatus::Stopped { message, .. } => format!("stopped: {}", message.trim().trim_end_matches('.')),
         ImportStatus::PausedByUser => "paused by the user in the window".into(),
         ImportStatus::WorkedElsewhere => {
@@ -426,6 +444,17 @@ fn state_line(before: Option<&ImportStatus>, now: &ImportStatus) -> Option<Strin
         ImportStatus::Running if before.is_some_and(held) => "going on: Gemini answers again".into(),
         ImportStatus::Running | ImportStatus::Idle | ImportStatus::Finished => return None,
     })
+}
+
+/// Resolves with the message once the queue holds for a full disk (a terminal's command then
+/// ends, its photos queued); never otherwise.
+pub(crate) async fn disk_full(queue: &ImportQueue) -> String {
+    let mut progress = queue.progress();
+    let held = progress.wait_for(|p| matches!(p.status, ImportStatus::PausedDisk { .. })).await;
+    match held.as_deref().map(|p| &p.status) {
+        Ok(ImportStatus::PausedDisk { message, .. }) => message.clone(),
+        _ => std::future::pending().await,
+    }
 }
 
 /// A path from the command line that could not be read or listed: an error, not a skip.

@@ -3,4 +3,4 @@
 /**
  * The stable identifier of an error, as the UI and the CLI see it.
  */
-export type ErrorCode = "invalid_image" | "unsupported_format" | "image_too_large" | "gemini_auth" | "gemini_bad_request" | "gemini_not_found" | "gemini_quota" | "gemini_unavailable" | "gemini_not_available" | "gemini_api_error" | "timeout" | "network" | "response_too_large" | "blocked" | "unparsable_output" | "output_truncated" | "circuit_open" | "bulkhead_full" | "rate_limited" | "config" | "catalog" | "validation" | "not_found" | "revision_conflict" | "conflict" | "io" | "budget_spent" | "batch_ended" | "regrouped";
+export type ErrorCode = "invalid_image" | "unsupported_format" | "image_too_large" | "gemini_auth" | "gemini_bad_request" | "gemini_not_found" | "gemini_quota" | "gemini_unavailable" | "gemini_not_available" | "gemini_api_error" | "timeout" | "network" | "response_too_large" | "blocked" | "unparsable_output" | "output_truncated" | "circuit_open" | "bulkhead_full" | "rate_limited" | "config" | "catalog" | "validation" | "not_found" | "revision_conflict" | "conflict" | "io" | "budget_spent" | "batch_ended" | "regrouped" | "disk_full";

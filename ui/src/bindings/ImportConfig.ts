@@ -12,4 +12,10 @@ group_by: GroupBy,
 /**
  * A larger group is split into products of this many photos.
  */
-max_photos_per_product: number, };
+max_photos_per_product: number, 
+/**
+ * The import takes no more photos while the catalog's disk has less free than the smaller of
+ * this and `min_free_disk_percent` of the disk (what is in flight is still written); it goes
+ * on by itself once there is room.
+ */
+min_free_disk_bytes: number, min_free_disk_percent: number, };

@@ -4,4 +4,4 @@ import type { ErrorCode } from "./ErrorCode";
 /**
  * What the runner is doing. Tagged by `kind` so the UI can switch on it.
  */
-export type ImportStatus = { "kind": "idle" } | { "kind": "running" } | { "kind": "paused_by_user" } | { "kind": "paused_breaker", until_unix_ms: number | null, message: string, } | { "kind": "paused_budget", until_unix_ms: number, message: string, } | { "kind": "waiting_quota", until_unix_ms: number, message: string, } | { "kind": "stopped", code: ErrorCode, message: string, } | { "kind": "finished" } | { "kind": "worked_elsewhere" };
+export type ImportStatus = { "kind": "idle" } | { "kind": "running" } | { "kind": "paused_by_user" } | { "kind": "paused_breaker", until_unix_ms: number | null, message: string, } | { "kind": "paused_budget", until_unix_ms: number, message: string, } | { "kind": "paused_disk", free_bytes: number | null, message: string, } | { "kind": "waiting_quota", until_unix_ms: number, message: string, } | { "kind": "stopped", code: ErrorCode, message: string, } | { "kind": "finished" } | { "kind": "worked_elsewhere" };

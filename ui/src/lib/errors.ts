@@ -194,6 +194,11 @@ const ADVICE: Record<ErrorCode, ErrorAdvice> = {
     hint: "Gemini's batch failed, expired or was cancelled; the photo is queued again and goes in the next batch.",
     action: "none",
   },
+  disk_full: {
+    title: "Disk full",
+    hint: "The disk holding the catalog is full. Free some space; waiting photos go on by themselves.",
+    action: "none",
+  },
   io: {
     title: "Unexpected error",
     hint: "Something went wrong reading or writing a file. Check the log for details.",

@@ -185,6 +185,7 @@ export function queueHold(progress: ImportProgress | null, locale?: string, time
     case "paused_by_user":
     case "paused_breaker":
     case "paused_budget":
+    case "paused_disk":
     case "waiting_quota":
     case "stopped":
       return statusLine(progress, locale, timeZone).text;

@@ -193,6 +193,13 @@ describe("queueControls", () => {
     expect(stateLabel("preparing", queueControls(p({ kind: "running" }, 0, 1)))).toBe("Preparing");
   });
 
+  it("a full disk: no Pause, no ETA, no Resume; the status says which disk and what to do", () => {
+    const message = "The disk holding the catalog (/data) has 100 MB free, less than the 1.1 GB the import keeps free. Free some space: the import goes on by itself.";
+    const disk = p({ kind: "paused_disk", free_bytes: 100_000_000, message }, 3, 1);
+    expect(queueControls(disk)).toEqual({ pause: false, resume: false, fix: null, eta: false, waitingAtGate: true });
+    expect(statusLine(disk)).toEqual({ text: `Paused: ${message}`, tone: "waiting" });
+  });
+
   it("an open breaker waits for Gemini status; a stop for the key for Settings and Resume", () => {
     expect(queueControls(p({ kind: "paused_breaker", until_unix_ms: null, message: "forced" }, 2))).toMatchObject({ pause: false, resume: false, fix: "open_status" });
     const noKey = p({ kind: "stopped", code: "gemini_auth", message: "No key" }, 2);

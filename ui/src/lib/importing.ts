@@ -100,6 +100,7 @@ export function statusLine(progress: ImportProgress, locale?: string, timeZone?:
         tone: "waiting",
       };
     case "paused_budget":
+    case "paused_disk":
       return { text: `Paused: ${s.message}`, tone: "waiting" };
     case "waiting_quota":
       return { text: `Waiting for Gemini's quota until ${clock(s.until_unix_ms, locale, timeZone)}.`, tone: "waiting" };
@@ -131,7 +132,7 @@ const SETTINGS_STOPS: ReadonlySet<string> = new Set(["gemini_auth", "gemini_not_
 
 export function queueControls(progress: ImportProgress): QueueControls {
   const s = progress.status;
-  const held = s.kind === "paused_breaker" || s.kind === "paused_budget" || s.kind === "waiting_quota";
+  const held = s.kind === "paused_breaker" || s.kind === "paused_budget" || s.kind === "paused_disk" || s.kind === "waiting_quota";
   const fix =
     s.kind === "paused_budget" || (s.kind === "stopped" && SETTINGS_STOPS.has(s.code))
       ? "open_settings"

@@ -31,6 +31,18 @@ const LOCK_PAUSE: Duration = Duration::from_millis(100);
 /// The directory, beside the catalog file, that holds the safety copies made before a restore.
 pub const SAFETY_BACKUP_DIR: &str = "backups";
 
+/// Refuses a file of about `size` bytes on the disk of `dir` when it has not that much free and a
+/// tenth more. A disk that cannot be read is taken as having room (the write itself then says).
+fn check_room(dir: &Path, size: u64, probe: &crate::disk::FreeSpaceProbe) -> Result<(), CatalogError> {
+    let needed = size.saturating_add(size / 10);
+    match probe.free_space(dir) {
+        Ok(free) if free.available < needed => {
+            Err(CatalogError::NoRoom { path: dir.to_path_buf(), needed, free: free.available })
+        }
+        _ => Ok(()),
+    }
+}
+
 pub(super) fn backup_to(conn: &Connection, live: &Path, target: &Path) -> Result<BackupSummary, CatalogError> {
     if is_live_file(live, target) {
         return Err(CatalogError::invalid(
@@ -46,6 +58,13 @@ pub(super) fn backup_to(conn: &Connection, live: &Path, target: &Path) -> Result
         _ => PathBuf::from("."),
     };
     std::fs::create_dir_all(&dir).map_err(|source| CatalogError::CreateDir { path: dir.clone(), source })?;
+    // A backup is about the size of the catalog: refused up front when the destination's disk
+    // has not that much free (and a tenth more), rather than after writing most of it.
+    let size =
+        conn.query_row("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()", [], |r| {
+            r.get::<_, i64>(0)
+        })?;
+    check_room(&dir, u64::try_from(size).unwrap_or(0), &crate::disk::FreeSpaceProbe::system())?;
     let partial = dir.join(format!(".{}.partial", file_name.to_string_lossy()));
     remove_if_present(&partial)?;
     let written = write_backup(conn, &partial).and_then(|(products, schema_version)| {
@@ -236,5 +255,27 @@ fn remove_if_present(path: &Path) -> Result<(), CatalogError> {
             Err(CatalogError::File { action: "remove the unfinished backup", path: path.into(), source: e })
         }
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::disk::{FreeSpace, FreeSpaceProbe};
+    use crate::error::{Coded, ErrorCode};
+
+    #[test]
+    fn a_backup_is_refused_up_front_on_a_disk_without_room_for_it() {
+        let disk = |available| FreeSpaceProbe::new(move |_| Ok(FreeSpace { available, total: 100_000_000_000 }));
+        let refused = check_room(Path::new("/media/stick"), 500_000_000, &disk(520_000_000)).unwrap_err();
+        assert_eq!(refused.code(), ErrorCode::DiskFull);
+        assert_eq!(
+            refused.to_string(),
+            "the disk holding /media/stick has 520 MB free, and this needs about 550 MB: free some space or choose \
+             another place"
+        );
+        assert!(check_room(Path::new("/media/stick"), 500_000_000, &disk(560_000_000)).is_ok());
+        let unreadable = FreeSpaceProbe::new(|_| Err(std::io::Error::other("no statvfs")));
+        assert!(check_room(Path::new("/x"), u64::MAX, &unreadable).is_ok());
     }
 }

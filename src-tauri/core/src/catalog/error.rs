@@ -72,6 +72,13 @@ pub enum CatalogError {
     /// changed. (A single race is run again without telling anyone.)
     #[error("other desktops kept changing the same catalog rows at the same moment; nothing was changed, try again")]
     Contended,
+    /// The disk of `path` has not the room a file needs (a backup): nothing was written.
+    #[error(
+        "the disk holding {path} has {} free, and this needs about {}: free some space or choose another place",
+        crate::disk::bytes_text(*free),
+        crate::disk::bytes_text(*needed)
+    )]
+    NoRoom { path: PathBuf, needed: u64, free: u64 },
     /// A job panicked on the catalog thread. Its transaction was rolled back and the catalog keeps
     /// serving later calls.
     #[error("a catalog operation panicked: {message}")]
@@ -79,6 +86,18 @@ pub enum CatalogError {
 }
 
 impl CatalogError {
+    /// The disk under the catalog is full: SQLite's `SQLITE_FULL` (or an I/O error for lack of
+    /// space). Nothing was written; the catalog is as it was before the statement.
+    pub fn is_disk_full(&self) -> bool {
+        match self {
+            Self::Sqlite(e) | Self::Open { source: e, .. } | Self::Migration { source: e, .. } => sqlite_full(e),
+            Self::File { source, .. } | Self::CreateDir { source, .. } => {
+                source.kind() == std::io::ErrorKind::StorageFull
+            }
+            _ => false,
+        }
+    }
+
     pub(crate) fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
         Self::Invalid { fields: vec![field.into()], message: message.into(), flags: Vec::new() }
     }
@@ -88,6 +107,8 @@ impl Coded for CatalogError {
     fn code(&self) -> ErrorCode {
         match self {
             Self::Server(e) => e.code(),
+            Self::NoRoom { .. } => ErrorCode::DiskFull,
+            _ if self.is_disk_full() => ErrorCode::DiskFull,
             Self::NotFound { .. } | Self::Deleted { .. } => ErrorCode::NotFound,
             Self::Invalid { .. } | Self::RestoreRefused { .. } => ErrorCode::Validation,
             Self::Conflict { .. } => ErrorCode::RevisionConflict,
@@ -111,4 +132,9 @@ impl Coded for CatalogError {
             _ => None,
         }
     }
+}
+
+/// `SQLITE_FULL`: SQLite's unix VFS reports a write that found no space (ENOSPC) so.
+fn sqlite_full(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::DiskFull)
 }

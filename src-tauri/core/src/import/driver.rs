@@ -19,7 +19,7 @@ use super::records::{ItemOrigin, ItemState};
 use super::shared::{lock, Hold, Mode, Shared};
 use super::store::{self, Counted};
 use super::{ClaimScope, ImportError, StopAdvice};
-use crate::error::Coded;
+use crate::error::{Coded, ErrorCode};
 use crate::resilience::{BreakerSnapshot, BreakerState, ResilienceStack};
 
 /// The driver: claims items while the queue may run, and reaps their tasks. Ends when aborted
@@ -79,9 +79,13 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
             (Some(Hold::Breaker { wake_at, .. }), Mode::Running) => {
                 Wait::Breaker(wake_at, seq, shared.pipeline().stack().clone())
             }
-            (Some(Hold::Quota { wake_at, .. } | Hold::Budget { wake_at, .. }), Mode::Running) => {
-                Wait::Until(wake_at, seq)
-            }
+            (
+                Some(Hold::Quota { wake_at, .. } | Hold::Budget { wake_at, .. } | Hold::Disk { wake_at, .. }),
+                Mode::Running,
+            ) => Wait::Until(wake_at, seq),
+            // A disk too full for more work: nothing is claimed (what is in flight is written, in
+            // the room the watermark keeps); the hold's timer looks again.
+            (None, Mode::Running) if shared.disk_too_full() => continue,
             // Bulk items fill K + lookahead; interactive ones have as many again of their own, so
             // a dropped photo never waits behind a bulk import's lookahead (and memory stays
             // bounded however many photos are dropped).
@@ -239,6 +243,12 @@ fn reap(done: Result<(tokio::task::Id, ()), tokio::task::JoinError>, interactive
 }
 
 pub(crate) fn stop_for(shared: &Shared, error: &ImportError) {
+    if error.code() == ErrorCode::DiskFull {
+        // Not a stop: the queue waits for room and goes on by itself.
+        tracing::warn!(error = %error, "import: the catalog's disk is full");
+        shared.hold_for_disk(None, disk_full_message(shared));
+        return;
+    }
     tracing::error!(error = %error, "import: stopped");
     shared.hold(Hold::Stopped { code: error.code(), message: stopped_message(error, shared.options.stop_advice) });
 }
@@ -247,6 +257,13 @@ pub(crate) fn stop_for(shared: &Shared, error: &ImportError) {
 fn stopped_message(error: &impl std::fmt::Display, advice: StopAdvice) -> String {
     let error = error.to_string();
     format!("The import stopped: {}. {}", error.trim_end().trim_end_matches('.'), advice.text())
+}
+
+/// What a queue held by SQLite's `SQLITE_FULL` says (the free-space check had not caught it: the
+/// disk filled faster, or a quota or a file size limit stopped the writes).
+pub(crate) fn disk_full_message(shared: &Shared) -> String {
+    let dir = shared.options.disk.dir.as_ref().map(|d| format!(" ({})", d.display())).unwrap_or_default();
+    format!("The disk holding the catalog{dir} is full: the catalog could not be written.")
 }
 
 /// Gives product photos saved before hashes existed a perceptual hash, in small batches, so they

@@ -42,8 +42,15 @@ pub(crate) async fn process(shared: Arc<Shared>, item: Claimed) {
     let pipeline = shared.pipeline();
     if let Err(error) = work(&shared, &pipeline, &item).await {
         stop_for(&shared, &error);
-        let (id, now) = (item.id, shared.now());
-        let requeued = shared.counted(move |conn| store::requeue_item(conn, id, now)).await;
+        let id = item.id;
+        // Back to the queue, also when the disk is full (then once there is room): an item left
+        // `preparing` would hold the import until the next start.
+        let requeued = shared
+            .until_written(|| {
+                let now = shared.now();
+                shared.counted(move |conn| store::requeue_item(conn, id, now))
+            })
+            .await;
         if let Ok(counted) = requeued {
             shared.item_changed(id, ItemState::Queued, &counted);
         }
@@ -186,9 +193,16 @@ async fn work(shared: &Arc<Shared>, pipeline: &Pipeline, item: &Claimed) -> Resu
             return Ok(());
         }
     }
+    // The call is paid for once it is made: the state it goes with waits for room on a full disk
+    // rather than losing the answer with the item.
     let mark = async {
         if let Some(prepared) = prepared {
-            let moved = shared.counted(move |conn| store::mark_extracting(conn, id, &prepared, now)).await?;
+            let moved = shared
+                .until_written(|| {
+                    let prepared = prepared.clone();
+                    shared.counted(move |conn| store::mark_extracting(conn, id, &prepared, now))
+                })
+                .await?;
             marked(shared, id, &moved, phash, photo_id);
         }
         Ok::<(), ImportError>(())
@@ -481,9 +495,11 @@ fn finish_error(error: &ExtractError, attempt: Option<crate::catalog::NewAttempt
     }
 }
 
+/// Writes the outcome. A full disk does not lose it: the queue waits for room (no more photos are
+/// taken meanwhile) and the outcome, paid for already, is written then.
 async fn finish(shared: &Arc<Shared>, outcome: Finish) -> Result<(), ImportError> {
     let (id, to) = (outcome.id, outcome.to);
-    let counted = shared.write_outcome(outcome).await?;
+    let counted = shared.until_written(|| shared.write_outcome(outcome.clone())).await?;
     if counted.value {
         shared.item_changed(id, to, &counted);
     } else {

@@ -133,6 +133,9 @@ pub struct ImportOptions {
     /// What the message of a queue stopped by a catalog failure (a full disk, a lost server) says
     /// to do next, in the words of whoever reads it.
     pub stop_advice: StopAdvice,
+    /// The free space kept on the catalog's disk: below it, the queue takes no more photos (see
+    /// [`crate::disk`]); its `dir` is the catalog's folder unless set.
+    pub disk: crate::disk::DiskCheck,
 }
 
 /// What to do after the queue stopped for a catalog failure: the window has a Resume button, a
@@ -147,6 +150,15 @@ pub enum StopAdvice {
 }
 
 impl StopAdvice {
+    /// What to do about a full disk, for the reader: the window's queue goes on by itself once
+    /// there is room; a terminal's command ends, its photos queued.
+    pub fn disk_text(self) -> &'static str {
+        match self {
+            Self::Resume => "Free some space: the import goes on by itself, and what was paid for is written then.",
+            Self::RunAgain => "Free some space, then run the same command again: the photos stay queued.",
+        }
+    }
+
     /// The sentence that ends the stopped queue's message.
     pub fn text(self) -> &'static str {
         match self {
@@ -187,6 +199,7 @@ impl Default for ImportOptions {
             lease: DEFAULT_LEASE,
             worker_lock: None,
             stop_advice: StopAdvice::Resume,
+            disk: crate::disk::DiskCheck::default(),
         }
     }
 }
@@ -326,9 +339,13 @@ impl ImportQueue {
     /// is no lock; each claims items under a lease it renews (see `store::claim`,
     /// `store::tend_leases`), and the items of a desktop that died go back to the queue when
     /// their lease runs out.
-    pub async fn open(pipeline: Pipeline, options: ImportOptions) -> Result<ImportQueue, ImportError> {
+    pub async fn open(pipeline: Pipeline, mut options: ImportOptions) -> Result<ImportQueue, ImportError> {
         look_the_model_up(&pipeline);
         let catalog = pipeline.catalog().clone();
+        // The disk whose free space is kept: the catalog file's, unless the caller chose one.
+        if options.disk.dir.is_none() {
+            options.disk.dir = catalog.file().and_then(Path::parent).map(Path::to_path_buf);
+        }
         let lock_path = match catalog.file() {
             Some(file) => Some(QueueLock::path_for(file)),
             None => options.worker_lock.clone(),

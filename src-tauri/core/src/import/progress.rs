@@ -90,6 +90,14 @@ pub enum ImportStatus {
         until_unix_ms: i64,
         message: String,
     },
+    /// The disk holding the catalog is too full (under `[import] min_free_disk_*`, or SQLite found
+    /// it full): no more photos are taken, what is in flight is written, and the queue goes on by
+    /// itself once there is room (looked at again every few seconds).
+    PausedDisk {
+        #[ts(type = "number | null")]
+        free_bytes: Option<u64>,
+        message: String,
+    },
     /// Gemini's quota is used up; the queue waits for the server's retry delay (a per-day quota:
     /// until it resets, the next midnight Pacific time), then goes on.
     WaitingQuota {

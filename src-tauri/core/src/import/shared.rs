@@ -20,7 +20,7 @@ use super::slots::SendSlots;
 use super::store::{self, CostRead, Counted, ImportStore};
 use super::{EnqueueOptions, ImportError, ImportOptions};
 use crate::catalog::{CatalogError, CostTotal, NewAttempt};
-use crate::error::ErrorCode;
+use crate::error::{Coded, ErrorCode};
 use crate::pipeline::Pipeline;
 use crate::pricing::Usd;
 
@@ -75,6 +75,8 @@ pub(crate) struct Shared {
     /// Items past their call, writing its outcome, per origin (bulk, interactive): the driver
     /// does not count them against the items in flight (see [`Finishing`]).
     pub(crate) finishing: [AtomicUsize; 2],
+    /// When the disk was last looked at, and whether it was too full then.
+    pub(crate) disk_seen: Mutex<Option<(Instant, bool)>>,
 }
 
 /// Held by an item task from the moment its call is answered to its end: the task only writes
@@ -156,6 +158,12 @@ pub(crate) enum Hold {
         until_unix_ms: i64,
         message: String,
     },
+    /// The catalog's disk is too full: until it has room again, looked at every `recheck`.
+    Disk {
+        wake_at: Instant,
+        free_bytes: Option<u64>,
+        message: String,
+    },
     Stopped {
         code: ErrorCode,
         message: String,
@@ -190,6 +198,7 @@ impl Shared {
             reserved: Mutex::new(Usd::ZERO),
             batch: super::batch::BatchLane::default(),
             finishing: [AtomicUsize::new(0), AtomicUsize::new(0)],
+            disk_seen: Mutex::new(None),
         }
     }
 
@@ -390,6 +399,25 @@ impl Shared {
         self.store.counted(f, false).await
     }
 
+    /// Runs a write until it is done, waiting for room whenever the catalog's disk is full: the
+    /// queue holds meanwhile (no more photos are taken) and the write is tried again once the
+    /// hold clears. For what must not be lost: an answer paid for, an item's way back to the queue.
+    pub(crate) async fn until_written<T, Fut>(&self, mut write: impl FnMut() -> Fut) -> Result<T, ImportError>
+    where
+        Fut: std::future::Future<Output = Result<T, ImportError>>,
+    {
+        loop {
+            match write().await {
+                Err(e) if e.code() == ErrorCode::DiskFull => {
+                    tracing::warn!(error = %e, "import: a write waits for room on the catalog's disk");
+                    self.hold_for_disk(None, super::driver::disk_full_message(self));
+                    self.wait_for_gate().await;
+                }
+                done => return done,
+            }
+        }
+    }
+
     /// Writes an item's outcome ([`store::finish`]) and returns its counts, with what its attempt
     /// cost to add to the queue's cost (a read over every item after each call would cost
     /// milliseconds at thousands of items).
@@ -454,6 +482,37 @@ impl Shared {
         let queued = usize::try_from(self.progress.borrow().counts.queued).unwrap_or(usize::MAX);
         let default = if shared_queue && queued < 2 * slots { 0 } else { slots };
         slots + self.options.lookahead.unwrap_or(default)
+    }
+
+    /// Whether the catalog's disk has too little room for more work, looked at most every quarter
+    /// of a second: a hold ([`Hold::Disk`]) is set when it has.
+    pub(crate) fn disk_too_full(&self) -> bool {
+        const EVERY: Duration = Duration::from_millis(250);
+        let mut last = lock(&self.disk_seen);
+        if let Some((at, full)) = *last {
+            if at.elapsed() < EVERY {
+                return full;
+            }
+        }
+        let too_full = self.options.disk.too_full();
+        *last = Some((Instant::now(), too_full.is_some()));
+        drop(last);
+        match too_full {
+            Some(full) => {
+                tracing::warn!(dir = %full.dir.display(), free = full.free.available, "import: the disk is too full");
+                self.hold_for_disk(Some(full.free.available), full.message());
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Holds the queue until the disk has room again (looked at every `recheck`); the message
+    /// says what to do in its reader's words.
+    pub(crate) fn hold_for_disk(&self, free_bytes: Option<u64>, message: String) {
+        let wake_at = Instant::now() + self.options.disk.recheck;
+        let message = format!("{message} {}", self.options.stop_advice.disk_text());
+        self.hold(Hold::Disk { wake_at, free_bytes, message });
     }
 
     pub(crate) fn sends(&self) -> Arc<SendSlots> {
@@ -630,6 +689,9 @@ pub(crate) fn status_of(mode: Mode, hold: Option<&Hold>, p: &ImportProgress, in_
         }
         (Some(Hold::Budget { until_unix_ms, message, .. }), Mode::Running) => {
             ImportStatus::PausedBudget { until_unix_ms: *until_unix_ms, message: message.clone() }
+        }
+        (Some(Hold::Disk { free_bytes, message, .. }), Mode::Running) => {
+            ImportStatus::PausedDisk { free_bytes: *free_bytes, message: message.clone() }
         }
         (None, Mode::Running) if p.counts.active() > 0 || in_flight > 0 => ImportStatus::Running,
         (None, Mode::Running) if p.total == 0 => ImportStatus::Idle,

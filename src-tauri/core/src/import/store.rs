@@ -102,6 +102,7 @@ pub(crate) struct MorePhoto {
 }
 
 /// How an item leaves `preparing` or `extracting`.
+#[derive(Debug, Clone)]
 pub(crate) struct Finish {
     pub id: ItemId,
     pub from: ItemState,
@@ -876,6 +877,7 @@ fn join_by_barcode(tx: &Db<'_>, id: ItemId, into: ItemId, prepared: &PreparedRow
 }
 
 /// What an item's prepared photo adds to its row as it becomes `extracting`.
+#[derive(Clone)]
 pub(crate) struct PreparedRow {
     pub photo_id: PhotoId,
     pub sha256: String,
