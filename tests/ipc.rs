@@ -838,3 +838,44 @@ fn a_photo_stopped_for_the_key_goes_on_once_the_demo_is_on_and_no_call_is_counte
     assert_eq!(progress["queue_cost"]["calls"], 2, "{progress}");
     assert_eq!(progress["queue_cost"]["usd"], report["spent_today"]["usd"], "{progress} {report}");
 }
+
+/// The breaker across a restart (issue 26): forced open in one run, the next run of the app on
+/// the same data dir starts FORCED_OPEN, says it was restored, and its timeline holds the
+/// transition from before the restart.
+#[test]
+fn the_breaker_is_as_the_last_run_left_it() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (_app, webview) = app(dir.path(), env_of(&[]));
+        // The window opens its queue at start (the mock runtime runs no setup hook): the breaker
+        // is restored then, and saved from then on.
+        invoke(&webview, "import_progress", json!({})).unwrap();
+        let snap = invoke(&webview, "breaker_control", json!({"action": "force_open"})).unwrap();
+        assert_eq!(snap["breaker"]["state"], "forced_open");
+        // Saved at once: a change of state is not coalesced (the app saves from its start).
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let catalog = pe_core::catalog::Catalog::open(&pe_core::catalog::Catalog::path_in(dir.path())).unwrap();
+        while tauri::async_runtime::block_on(catalog.saved_breaker("gemini")).unwrap().map(|s| s.state)
+            != Some(pe_core::resilience::BreakerState::ForcedOpen)
+        {
+            assert!(Instant::now() < deadline, "the forced-open breaker was never saved");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let (_app, webview) = app(dir.path(), env_of(&[]));
+    invoke(&webview, "import_progress", json!({})).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let snap = loop {
+        let snap = invoke(&webview, "resilience_snapshot", json!({})).unwrap();
+        if snap["breaker"]["restored_from_ms"].is_number() {
+            break snap;
+        }
+        assert!(Instant::now() < deadline, "the breaker was not restored: {snap}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(snap["breaker"]["state"], "forced_open", "{snap}");
+    let transitions: Vec<&Value> =
+        snap["events"].as_array().unwrap().iter().filter(|e| e["kind"]["type"] == "state_transition").collect();
+    assert!(transitions.iter().any(|e| e["kind"]["to"] == "forced_open"), "{snap}");
+    assert_eq!(snap["events"].as_array().unwrap().last().unwrap()["kind"]["type"], "restored", "{snap}");
+}

@@ -329,7 +329,7 @@ async fn run_command(state: &AppState, command: Command) -> i32 {
         Command::Products(ProductsCommand::Restore { file, json }) => products::restore(state, &file, json).await,
         Command::Import(args) => import::run(state, args).await,
         Command::Usage(args) => usage::run(state, args).await,
-        Command::Breaker { json } => breaker(state, json),
+        Command::Breaker { json } => breaker(state, json).await,
         Command::Key(command) => key::run(state, command).await,
         Command::Catalog(_) => unreachable!("handled before the catalog opens"),
     }
@@ -613,15 +613,28 @@ async fn stored_answer(state: &AppState, product_id: i64) -> Result<Answer, Erro
     })
 }
 
-fn breaker(state: &AppState, json: bool) -> i32 {
+/// `breaker`: the Gemini breaker as the last run left it (restored from the catalog, as the next
+/// import starts from it), in Spring's actuator shape plus `restoredFrom`, when the state was
+/// saved by the last run.
+async fn breaker(state: &AppState, json: bool) -> i32 {
+    state.restore_breaker().await;
     let stack = state.stack();
     let breaker = stack.breaker();
-    let actuator = breaker.actuator_json();
+    let mut actuator = breaker.actuator_json();
+    let restored = breaker
+        .snapshot()
+        .restored_from_ms
+        .and_then(|ms| chrono::DateTime::from_timestamp_millis(i64::try_from(ms).ok()?))
+        .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+    if let Some(at) = &restored {
+        actuator["restoredFrom"] = json!(at);
+    }
     if json {
         println!("{}", json!({"circuitBreakers": {breaker.name(): actuator}}));
     } else {
         let snap = stack.snapshot();
-        println!("circuit breaker {}: {}", breaker.name(), actuator["state"].as_str().unwrap_or("?"));
+        let from = restored.map(|at| format!(" (restored from the last run, saved {at})")).unwrap_or_default();
+        println!("circuit breaker {}: {}{from}", breaker.name(), actuator["state"].as_str().unwrap_or("?"));
         for key in [
             "failureRate",
             "slowCallRate",

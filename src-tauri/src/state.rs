@@ -80,6 +80,9 @@ struct Shared {
     /// The bulk-import queue, opened on first use: at startup, so that an import a previous
     /// session left unfinished resumes. It follows the live pipeline.
     import: tokio::sync::OnceCell<ImportQueue>,
+    /// Whether the breaker started from what the last run saved, done once before the first
+    /// call (every call goes through the import queue, which waits for it).
+    breaker_restored: tokio::sync::OnceCell<bool>,
 }
 
 /// What the keyring holds, as last read or written; `problem` when it could not be used.
@@ -154,6 +157,7 @@ impl AppState {
                 reconfigure: tokio::sync::Mutex::new(()),
                 stack: tokio::sync::watch::channel(stack).0,
                 import: tokio::sync::OnceCell::new(),
+                breaker_restored: tokio::sync::OnceCell::new(),
             }),
         })
     }
@@ -197,11 +201,45 @@ impl AppState {
     /// The import queue, opened (and resumed) on first use. While another process (e.g. a CLI
     /// import) works this data dir's queue, it is handed the window's items and the window follows.
     pub async fn import_queue(&self) -> Result<ImportQueue, ErrorReport> {
-        let queue = self
-            .shared
-            .import
-            .get_or_try_init(|| ImportQueue::open(self.pipeline(), window_import_options(self.import_options())));
+        let queue = self.shared.import.get_or_try_init(|| async {
+            // The breaker starts from where the last run left it before the queue's first call,
+            // and is saved from then on.
+            self.restore_breaker().await;
+            tokio::spawn(self.clone().remember_breaker());
+            ImportQueue::open(self.pipeline(), window_import_options(self.import_options())).await
+        });
         Ok(queue.await?.clone())
+    }
+
+    /// Starts the breaker from what the last run saved, once (see `pe_core::breaker_memory`);
+    /// true when it did.
+    pub async fn restore_breaker(&self) -> bool {
+        *self
+            .shared
+            .breaker_restored
+            .get_or_init(|| async {
+                let stack = self.stack();
+                pe_core::breaker_memory::restore(&self.shared.catalog, &stack).await
+            })
+            .await
+    }
+
+    /// Saves the breaker after each change, following the stack across replacements (Settings
+    /// give a fresh breaker, which is saved from then on). Runs until the process ends.
+    async fn remember_breaker(self) {
+        let mut stacks = self.stack_watch();
+        loop {
+            let stack = stacks.borrow_and_update().clone();
+            tokio::select! {
+                () = pe_core::breaker_memory::keep_saving(self.shared.catalog.clone(), stack) => {
+                    // Not remembered (or gone): wait for a replacement that may be.
+                    if stacks.changed().await.is_err() {
+                        return;
+                    }
+                }
+                changed = stacks.changed() => if changed.is_err() { return },
+            }
+        }
     }
 
     /// How this data dir's processes work the import queue (the settings in effect): on a team

@@ -278,7 +278,8 @@ async fn pending_reviews_survive_a_restart(backend: Backend, base: u16) {
 }
 
 /// The breaker panel in the real window against a failing, then recovering, fake Gemini:
-/// CLOSED → OPEN (badge and panel) → probe due → HALF_OPEN while the probe runs → CLOSED.
+/// CLOSED → OPEN (badge and panel) → a restart of the app, after which it is still OPEN with its
+/// timeline from before (issue 26) → probe due → HALF_OPEN while the probe runs → CLOSED.
 async fn breaker_opens_then_probes_and_closes(backend: Backend, base: u16) {
     let name = |step: &str| format!("{}-breaker-{step}", backend.label());
     let fake = FakeGemini::start(FakeOptions { default_behavior: Behavior::Unavailable, ..FakeOptions::default() })
@@ -288,45 +289,59 @@ async fn breaker_opens_then_probes_and_closes(backend: Backend, base: u16) {
     std::fs::write(
         data_dir.path().join("config.toml"),
         "[circuit_breaker]\nsliding_window_size = 2\nminimum_number_of_calls = 2\n\
-         wait_duration_in_open_state = \"3s\"\npermitted_number_of_calls_in_half_open_state = 1\n\
+         wait_duration_in_open_state = \"12s\"\npermitted_number_of_calls_in_half_open_state = 1\n\
          [retry]\nmax_attempts = 1\n",
     )
     .unwrap();
     let base_url = fake.base_url();
     let env = backend.env(&[("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &base_url)]);
-    let driver = start_driver(data_dir.path(), ports(base, 0), &pairs(&env));
-    let c = connect(&driver).await;
     let long = Duration::from_secs(30);
     let copy = |file: &str| copy_of(data_dir.path(), "product.jpg", file);
+    {
+        let driver = start_driver(data_dir.path(), ports(base, 0), &pairs(&env));
+        let c = connect(&driver).await;
+        wait_for(&c, r#"#breaker-badge[data-state="closed"]"#, long).await;
+        wait_for(&c, "#nav-status", long).await.click().await.unwrap();
+        wait_text(&c, "#breaker-state", "CLOSED", long).await;
 
-    wait_for(&c, r#"#breaker-badge[data-state="closed"]"#, long).await;
-    wait_for(&c, "#nav-status", long).await.click().await.unwrap();
-    wait_text(&c, "#breaker-state", "CLOSED", long).await;
+        // Two failures with a window of two: OPEN, shown live without any click.
+        let (a, b) = (copy("a.jpg"), copy("b.jpg"));
+        drop_files(&c, &[&a, &b]).await;
+        wait_for(&c, r#"#breaker-badge[data-state="open"]"#, long).await;
+        // A drop shows the Extract view; the badge is one click from the panel.
+        wait_for(&c, "#breaker-badge", long).await.click().await.unwrap();
+        wait_text(&c, "#breaker-state", "OPEN", long).await;
+        wait_text(&c, "#breaker-events", "CLOSED → OPEN", long).await;
+        screenshot(&c, &name("1-open")).await;
+        c.close().await.unwrap();
+    }
 
-    // Two failures with a window of two: OPEN, shown live without any click.
-    let (a, b) = (copy("a.jpg"), copy("b.jpg"));
-    drop_files(&c, &[&a, &b]).await;
+    // The app restarts within the breaker's wait: still OPEN, restored, with its timeline.
+    let driver = start_driver(data_dir.path(), ports(base, 1), &pairs(&env));
+    let c = connect(&driver).await;
     wait_for(&c, r#"#breaker-badge[data-state="open"]"#, long).await;
-    // A drop shows the Extract view; the badge is one click from the panel.
-    wait_for(&c, "#breaker-badge", long).await.click().await.unwrap();
+    wait_for(&c, "#nav-status", long).await.click().await.unwrap();
     wait_text(&c, "#breaker-state", "OPEN", long).await;
+    wait_text(&c, "#breaker-restored", "Restored from the last run", long).await;
     wait_text(&c, "#breaker-events", "CLOSED → OPEN", long).await;
-    screenshot(&c, &name("1-open")).await;
+    wait_text(&c, "#breaker-events", "RESTORED", long).await;
+    // Still OPEN until the wait that started before the restart is over.
+    wait_text(&c, "#breaker-countdown", "next probe allowed at", long).await;
+    screenshot(&c, &name("2-open-after-a-restart")).await;
 
-    // Gemini recovers (slowly, so the probe can be seen); once the panel says the probe is due,
-    // the next photo probes.
+    // Gemini recovers (slowly, so the probe can be seen); once the wait is over, the queue's
+    // waiting photos (the two that failed) probe by themselves.
     fake.set_default(Behavior::Slow(Duration::from_millis(2500)));
-    wait_text(&c, "#breaker-countdown", "probe due", long).await;
-    let probe = copy("probe.jpg");
-    drop_files(&c, &[&probe]).await;
     wait_for(&c, r#"#breaker-badge[data-state="half_open"]"#, long).await;
     wait_for(&c, "#breaker-badge", long).await.click().await.unwrap();
     wait_text(&c, "#breaker-state", "HALF_OPEN", long).await;
-    screenshot(&c, &name("2-half-open")).await;
+    // The two failures, then the one probe HALF_OPEN permits: nothing was sent while it was OPEN,
+    // before or after the restart.
+    assert_eq!(fake.generate_count(), 3, "no request reached Gemini while the breaker was open");
+    screenshot(&c, &name("3-half-open")).await;
     wait_for(&c, r#"#breaker-badge[data-state="closed"]"#, long).await;
     wait_text(&c, "#breaker-events", "HALF_OPEN → CLOSED", long).await;
-    screenshot(&c, &name("3-closed")).await;
-    assert_eq!(fake.generate_count(), 3, "no request reached Gemini while the breaker was open");
+    screenshot(&c, &name("4-closed")).await;
     c.close().await.unwrap();
 }
 

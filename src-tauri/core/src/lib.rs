@@ -15,7 +15,8 @@
 //! - [`pipeline`] ties them together: intake → Gemini → audit, then save after review.
 //! - [`import`] is the bulk-import queue: the pipeline's steps for many photos at once, in SQLite,
 //!   resumable after a crash, as fast as the bulkhead allows, pausing while the breaker is open.
-//! - [`resilience`] is the circuit breaker for calls to Gemini, with Resilience4j's semantics.
+//! - [`resilience`] is the circuit breaker for calls to Gemini, with Resilience4j's semantics;
+//!   [`breaker_memory`] saves it in the catalog so a restart starts from where it was.
 //! - [`pricing`] is what a call costs: the price table, the one cost rule, the daily budget.
 //! - [`config`] and [`error`] are shared by all of them; [`memory`] is the allocator setting the
 //!   app applies at startup so that a long import's memory stays flat; [`disk`] is the free space
@@ -25,6 +26,7 @@
 //! crate (src-tauri/fake-gemini), which the tests, the benchmarks and the app's demo mode use.
 
 pub mod barcode;
+pub mod breaker_memory;
 pub mod catalog;
 pub mod config;
 pub mod disk;

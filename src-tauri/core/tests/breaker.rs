@@ -363,6 +363,80 @@ fn breaker_row_14_forced_open_rejects_everything_and_stays() {
     );
 }
 
+/// A restart `after` the save: a breaker on a new clock whose wall time is that much later,
+/// restored from what the old one saved (through its JSON, as the catalog keeps it).
+fn restarted(saved: &pe_core::resilience::SavedBreaker, config: CircuitBreakerConfig, after: Duration) -> Harness {
+    let json = serde_json::to_string(saved).unwrap();
+    let saved: pe_core::resilience::SavedBreaker = serde_json::from_str(&json).unwrap();
+    let clock = ManualClock::new();
+    let wall = SystemTime::UNIX_EPOCH + Duration::from_millis(saved.saved_at_ms) + after;
+    let cb = CircuitBreaker::with_clock("gemini", config, Arc::new(clock.clone()), wall).unwrap();
+    cb.restore(&saved);
+    Harness { cb, clock }
+}
+
+#[test]
+fn an_open_breaker_stays_open_across_a_restart_until_its_wait_is_over() {
+    let h = Harness::tripped(config_a());
+    h.advance(Duration::from_secs(2));
+    let saved = h.cb.saved();
+    assert_eq!(saved.state, BreakerState::Open);
+    // Restarted 1 s later: 3 s after it opened, 2 s of the 5 s wait are left.
+    let r = restarted(&saved, config_a(), Duration::from_secs(1));
+    assert_eq!(r.cb.state(), BreakerState::Open);
+    let refused = r.cb.try_acquire().unwrap_err();
+    assert_eq!(refused.retry_in, Some(Duration::from_secs(2)), "the wait counts from when it opened");
+    let s = r.snap();
+    assert_eq!(s.restored_from_ms, Some(saved.saved_at_ms));
+    assert_eq!((s.buffered_calls, s.failed_calls), (10, 10), "the window that opened it comes back");
+    // The timeline: the transitions from before the restart, then the restore.
+    let kinds = r.kinds();
+    assert!(kinds.contains(&transition(BreakerState::Closed, BreakerState::Open)), "{kinds:?}");
+    assert!(matches!(kinds.last(), Some(BreakerEventKind::NotPermitted)), "{kinds:?}");
+    assert!(kinds.iter().any(|k| matches!(k, BreakerEventKind::Restored { .. })), "{kinds:?}");
+    // After the wait, the next request is a probe, as without the restart.
+    r.advance(Duration::from_secs(2) + MS);
+    let probe = r.cb.try_acquire().expect("a probe after the wait");
+    assert_eq!(r.cb.state(), BreakerState::HalfOpen);
+    assert_eq!(r.snap().restored_from_ms, None, "a new state is this run's own");
+    probe.on_success();
+}
+
+#[test]
+fn an_open_breaker_restarted_after_its_wait_lets_the_next_call_probe() {
+    let h = Harness::tripped(config_a());
+    let saved = h.cb.saved();
+    let r = restarted(&saved, config_a(), Duration::from_secs(60));
+    assert_eq!(r.cb.state(), BreakerState::Open, "reading never transitions");
+    r.advance(MS);
+    let probe = r.cb.try_acquire().expect("the wait is long over: a probe");
+    assert_eq!(r.cb.state(), BreakerState::HalfOpen);
+    probe.on_success();
+}
+
+#[test]
+fn a_closed_breaker_keeps_its_window_across_a_restart() {
+    let h = Harness::new(config_a());
+    h.run("SSSSFFFF F");
+    let saved = h.cb.saved();
+    assert_eq!((saved.state, saved.calls.len()), (BreakerState::Closed, 9));
+    let r = restarted(&saved, config_a(), Duration::from_secs(30));
+    let s = r.snap();
+    assert_eq!((s.state, s.buffered_calls, s.failed_calls), (BreakerState::Closed, 9, 5));
+    // The tenth call reaches the minimum: 6 failures of 10 ≥ 50 %, OPEN — as without the restart.
+    r.run("F");
+    assert_eq!(r.cb.state(), BreakerState::Open);
+}
+
+#[test]
+fn a_forced_open_breaker_stays_forced_open_across_a_restart() {
+    let h = Harness::new(config_a());
+    h.cb.transition_to_forced_open();
+    let r = restarted(&h.cb.saved(), config_a(), Duration::from_secs(3600));
+    assert_eq!(r.cb.state(), BreakerState::ForcedOpen);
+    assert!(r.cb.try_acquire().is_err());
+}
+
 #[test]
 fn breaker_row_15_reset_from_open() {
     let h = Harness::tripped(config_a());
@@ -930,6 +1004,7 @@ fn config(window_type: SlidingWindowType) -> impl Strategy<Value = CircuitBreake
                 permitted_number_of_calls_in_half_open_state: n,
                 automatic_transition_from_open_to_half_open_enabled: false,
                 max_wait_duration_in_half_open_state: Duration::from_millis(max_wait_ms),
+                remember_across_restarts: false,
             }
         })
 }

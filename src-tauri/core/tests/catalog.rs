@@ -105,6 +105,7 @@ async fn migrates_an_empty_file_with_wal_and_foreign_keys() {
             "attempt_photos",
             "attempts",
             "batches",
+            "breaker_state",
             "import_item_gtins",
             "import_item_photos",
             "import_item_unreadable",

@@ -45,6 +45,8 @@ const EARLIER: &[Earlier] = &[
     Earlier { version: 11, seed: SEED_V5 },
     // 0012 added the photos' host (NULL for photos from before): the same rows.
     Earlier { version: 12, seed: SEED_V5 },
+    // 0014 added only the breakers' saved state, which no catalog row needs.
+    Earlier { version: 13, seed: SEED_V5 },
 ];
 
 /// Three photos; a proposed and a failed attempt; three products: one reviewed from a proposal

@@ -41,6 +41,7 @@ async fn a_fresh_database_is_migrated_and_a_second_migrate_does_nothing() {
             "attempt_photos",
             "attempts",
             "batches",
+            "breaker_state",
             "import_item_gtins",
             "import_item_photos",
             "import_item_unreadable",
@@ -490,6 +491,12 @@ fn sample_catalog(path: &Path) {
     // Queued on one computer of a team, which another could not read.
     conn.execute("UPDATE import_items SET queued_on = 'desk-1' WHERE id = 1", []).unwrap();
     conn.execute("INSERT INTO import_item_unreadable (item_id, host) VALUES (1, 'desk-2')", []).unwrap();
+    // The breaker as a run left it (JSON, kept as text on both sides).
+    conn.execute(
+        "INSERT INTO breaker_state (breaker, desktop, saved_json, saved_at) VALUES ('gemini', '', ?1, 30)",
+        [r#"{"state":"open","since_ms":10,"calls":["failure","failure"],"not_permitted_calls":3,"events":[],"saved_at_ms":30}"#],
+    )
+    .unwrap();
 }
 
 /// Every row of every copied table, in key order, as SQLite holds it.
@@ -527,6 +534,7 @@ const SAMPLE_COUNTS: &[(&str, u64)] = &[
     ("import_item_unreadable", 1),
     ("import_item_photos", 2),
     ("import_item_gtins", 1),
+    ("breaker_state", 1),
 ];
 
 /// SQLite → server → a new SQLite file: every row of every table comes back equal (ids, bytes,

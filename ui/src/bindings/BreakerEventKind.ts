@@ -2,6 +2,7 @@
 import type { BreakerState } from "./BreakerState";
 
 /**
- * The event types of Resilience4j's `CircuitBreakerEvent.Type`, tagged by `type`.
+ * The event types of Resilience4j's `CircuitBreakerEvent.Type`, tagged by `type`, and
+ * `restored` (this app's: the breaker started from the state the last run saved).
  */
-export type BreakerEventKind = { "type": "success", slow: boolean, } | { "type": "error", slow: boolean, } | { "type": "ignored_error" } | { "type": "not_permitted" } | { "type": "state_transition", from: BreakerState, to: BreakerState, } | { "type": "reset" } | { "type": "failure_rate_exceeded", rate: number, } | { "type": "slow_call_rate_exceeded", rate: number, } | { "type": "forced_open" } | { "type": "disabled" };
+export type BreakerEventKind = { "type": "success", slow: boolean, } | { "type": "error", slow: boolean, } | { "type": "ignored_error" } | { "type": "not_permitted" } | { "type": "state_transition", from: BreakerState, to: BreakerState, } | { "type": "reset" } | { "type": "failure_rate_exceeded", rate: number, } | { "type": "slow_call_rate_exceeded", rate: number, } | { "type": "forced_open" } | { "type": "disabled" } | { "type": "restored", saved_at_ms: number, };

@@ -40,6 +40,11 @@ minimum_number_of_calls: number,
  */
 configured_window_type: SlidingWindowType, configured_window_size: number, configured_minimum_number_of_calls: number, 
 /**
+ * When the state this breaker started from was saved by the last run (`None`: it started
+ * afresh, CLOSED and empty).
+ */
+restored_from_ms: number | null, 
+/**
  * A count window's outcomes, oldest first.
  */
 calls: Array<RecordedCall>, 

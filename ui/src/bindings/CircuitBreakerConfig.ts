@@ -43,4 +43,10 @@ automatic_transition_from_open_to_half_open_enabled: boolean,
 /**
  * When non-zero, a HALF_OPEN that has not decided within this time goes back to OPEN.
  */
-max_wait_duration_in_half_open_state: string, };
+max_wait_duration_in_half_open_state: string, 
+/**
+ * The breaker's state, window and timeline are saved in the catalog and the next run starts
+ * from them (an OPEN breaker stays OPEN until its wait is over). Not Resilience4j's: off, a
+ * restart starts CLOSED and empty, as Resilience4j does.
+ */
+remember_across_restarts: boolean, };

@@ -18,6 +18,7 @@ import {
   pushHistory,
   rateChart,
   recordsNothing,
+  restoredText,
   stateClass,
   stateInfo,
   stateLabel,
@@ -48,6 +49,7 @@ function breaker(over: Partial<BreakerSnapshot> = {}): BreakerSnapshot {
     configured_window_type: "count_based",
     configured_window_size: 10,
     configured_minimum_number_of_calls: 10,
+    restored_from_ms: null,
     calls: ["success", "failure", "success"],
     buckets: [],
     half_open: null,
@@ -257,5 +259,15 @@ describe("the configured window", () => {
     expect(recordsNothing("forced_open")).toBe(true);
     expect(recordsNothing("disabled")).toBe(true);
     for (const state of ["closed", "open", "half_open", "metrics_only"] as const) expect(recordsNothing(state)).toBe(false);
+  });
+});
+
+describe("a breaker restored from the last run", () => {
+  it("says so, with when it was saved, and the timeline names the restore", () => {
+    expect(restoredText(T0, "en-GB", "UTC")).toBe("Restored from the last run (saved 14:03:08)");
+    expect(restoredText(null)).toBeNull();
+    const view = describeEvent(event({ type: "restored", saved_at_ms: T0 }));
+    expect(view.type).toBe("RESTORED");
+    expect(view.text).toContain("started from the last run's state");
   });
 });

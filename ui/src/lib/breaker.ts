@@ -153,6 +153,12 @@ export function windowText(type: SlidingWindowType, size: number): string {
   return type === "count_based" ? `${size} call${size === 1 ? "" : "s"} (count-based)` : `${size} s (time-based)`;
 }
 
+/** What the panel says of a breaker that started from the last run's state: "Restored from the
+ * last run (saved 14:03:08)"; null for a breaker that started afresh or has changed state since. */
+export function restoredText(restoredFromMs: number | null, locale?: string, timeZone?: string): string | null {
+  return restoredFromMs === null ? null : `Restored from the last run (saved ${clockTime(restoredFromMs, locale, timeZone)})`;
+}
+
 /** "3 of 5 probes". */
 export function probesText(used: number, permitted: number): string {
   return `${used} of ${permitted} probe${permitted === 1 ? "" : "s"}`;
@@ -268,6 +274,8 @@ export function describeEvent(event: BreakerEvent): EventView {
       return { type: "FORCED_OPEN", text: "forced open by hand", tone: "bad" };
     case "disabled":
       return { type: "DISABLED", text: "breaker disabled", tone: "info" };
+    case "restored":
+      return { type: "RESTORED", text: `started from the last run's state (saved ${clockTime(kind.saved_at_ms)})`, tone: "info" };
     default:
       return { type: String((kind as { type?: unknown }).type ?? "UNKNOWN").toUpperCase(), text: "", tone: "info" };
   }

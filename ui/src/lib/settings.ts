@@ -50,6 +50,7 @@ export interface SettingsForm {
   breakerWaitInOpen: string;
   breakerHalfOpenCalls: string;
   breakerAutoHalfOpen: boolean;
+  breakerRemember: boolean;
   breakerMaxWaitInHalfOpen: string;
   bulkheadMaxConcurrent: string;
   bulkheadMaxWait: string;
@@ -97,6 +98,7 @@ export function settingsToForm(s: Settings): SettingsForm {
     breakerWaitInOpen: cb.wait_duration_in_open_state,
     breakerHalfOpenCalls: String(cb.permitted_number_of_calls_in_half_open_state),
     breakerAutoHalfOpen: cb.automatic_transition_from_open_to_half_open_enabled,
+    breakerRemember: cb.remember_across_restarts,
     breakerMaxWaitInHalfOpen: cb.max_wait_duration_in_half_open_state,
     bulkheadMaxConcurrent: String(r.bulkhead.max_concurrent_calls),
     bulkheadMaxWait: r.bulkhead.max_wait_duration,
@@ -344,6 +346,7 @@ export function formToSettingsInput(
           "Calls in half-open state",
         ),
         automatic_transition_from_open_to_half_open_enabled: form.breakerAutoHalfOpen,
+        remember_across_restarts: form.breakerRemember,
         max_wait_duration_in_half_open_state: duration(
           form.breakerMaxWaitInHalfOpen,
           errors,
@@ -386,6 +389,7 @@ const RESILIENCE_KEYS: [string, SettingsField][] = [
   ["circuit_breaker.wait_duration_in_open_state", "breakerWaitInOpen"],
   ["circuit_breaker.permitted_number_of_calls_in_half_open_state", "breakerHalfOpenCalls"],
   ["circuit_breaker.automatic_transition_from_open_to_half_open_enabled", "breakerAutoHalfOpen"],
+  ["circuit_breaker.remember_across_restarts", "breakerRemember"],
   ["circuit_breaker.max_wait_duration_in_half_open_state", "breakerMaxWaitInHalfOpen"],
   ["bulkhead.max_concurrent_calls", "bulkheadMaxConcurrent"],
   ["bulkhead.max_wait_duration", "bulkheadMaxWait"],

@@ -260,6 +260,12 @@ pub const TABLES: &[Table] = &[
         identity: false,
         columns: &[("item_id", Int), ("gtin_key", Text)],
     },
+    Table {
+        name: "breaker_state",
+        key: &["breaker", "desktop"],
+        identity: false,
+        columns: &[("breaker", Text), ("desktop", Text), ("saved_json", Json), ("saved_at", Int)],
+    },
 ];
 
 impl Table {

@@ -39,6 +39,7 @@ pub const MIGRATIONS: &[Migration] = &[
     Migration { version: 11, name: "0011_product_photos", sql: include_str!("migrations/0011_product_photos.sql") },
     Migration { version: 12, name: "0012_photo_host", sql: include_str!("migrations/0012_photo_host.sql") },
     Migration { version: 13, name: "0013_leases", sql: include_str!("migrations/0013_leases.sql") },
+    Migration { version: 14, name: "0014_breaker_state", sql: include_str!("migrations/0014_breaker_state.sql") },
 ];
 
 /// The schema version this build writes.

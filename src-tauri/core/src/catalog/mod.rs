@@ -64,6 +64,7 @@
 //! its own transaction through `queries::record_attempt_in` / `queries::save_product_in`.
 
 mod backup;
+mod breakers;
 mod columns;
 pub mod copy;
 pub(crate) mod db;
@@ -321,6 +322,19 @@ impl Catalog {
     /// The photo's attempts, oldest first.
     pub async fn attempts(&self, photo: PhotoId) -> Result<Vec<AttemptRecord>, CatalogError> {
         self.run_db(move |db| queries::attempts(db, photo)).await
+    }
+
+    /// Saves what the breaker `name` is, for the next run to start from (see
+    /// [`crate::resilience::CircuitBreaker::restore`]); one row per breaker and desktop.
+    pub async fn save_breaker(&self, name: &str, saved: crate::resilience::SavedBreaker) -> Result<(), CatalogError> {
+        let name = name.to_string();
+        self.run_db(move |db| breakers::save(db, &name, &saved)).await
+    }
+
+    /// What the breaker `name` saved last on this desktop.
+    pub async fn saved_breaker(&self, name: &str) -> Result<Option<crate::resilience::SavedBreaker>, CatalogError> {
+        let name = name.to_string();
+        self.run_db(move |db| breakers::load(db, &name)).await
     }
 
     /// Tokens and cost per local day and model from `since` (unix ms), oldest first;

@@ -56,6 +56,7 @@ pub const SERVER_MIGRATIONS: &[Migration] = &[
         sql: include_str!("migrations/pg/0010_search_prefixes.sql"),
     },
     Migration { version: 11, name: "pg/0011_search_bands", sql: include_str!("migrations/pg/0011_search_bands.sql") },
+    Migration { version: 12, name: "pg/0012_breaker_state", sql: include_str!("migrations/pg/0012_breaker_state.sql") },
 ];
 
 /// The server schema version this build writes.

@@ -11,8 +11,11 @@ use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
 use super::clock::{MonotonicClock, TokioClock};
+use super::config::SlidingWindowType;
 use super::config::{CircuitBreakerConfig, InvalidSetting};
-use super::snapshot::{BreakerEvent, BreakerEventKind, BreakerSnapshot, BreakerState, HalfOpenProgress, OpenTiming};
+use super::snapshot::{
+    BreakerEvent, BreakerEventKind, BreakerSnapshot, BreakerState, HalfOpenProgress, OpenTiming, SavedBreaker,
+};
 use super::window::{Evaluation, Metrics, RecordedCall};
 
 /// How many events [`CircuitBreaker::recent_events`] keeps (Spring's actuator shows 100).
@@ -142,6 +145,9 @@ struct Machine {
     timer: Option<AbortHandle>,
     /// The last [`RECENT_EVENTS`] events, oldest first.
     recent: VecDeque<BreakerEvent>,
+    /// When the state the breaker is in was saved by the last run, if it was restored from it
+    /// (until the state changes).
+    restored_from_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -206,6 +212,7 @@ impl CircuitBreaker {
             entered_at: origin,
             timer: None,
             recent: VecDeque::with_capacity(RECENT_EVENTS),
+            restored_from_ms: None,
         };
         let (events, _) = broadcast::channel(EVENT_CHANNEL_CAPACITY);
         let placeholder = BreakerSnapshot {
@@ -226,6 +233,7 @@ impl CircuitBreaker {
             configured_window_type: config.sliding_window_type,
             configured_window_size: config.sliding_window_size,
             configured_minimum_number_of_calls: config.effective_minimum(),
+            restored_from_ms: None,
             calls: Vec::new(),
             buckets: Vec::new(),
             half_open: None,
@@ -310,6 +318,58 @@ impl CircuitBreaker {
         let result = fut.await;
         permit.finish(classify(&result));
         result.map_err(CallError::Inner)
+    }
+
+    /// What to save for the next run to start from (see [`SavedBreaker`]).
+    pub fn saved(&self) -> SavedBreaker {
+        let s = &self.shared;
+        let now = s.clock.now();
+        let m = s.lock();
+        let since = match m.state {
+            StateData::Open { opened_at, .. } => opened_at,
+            _ => m.entered_at,
+        };
+        let count_window = m.metrics.window_type() == SlidingWindowType::CountBased;
+        SavedBreaker {
+            state: m.state.kind(),
+            since_ms: s.unix_ms(since),
+            calls: if count_window { m.metrics.calls() } else { Vec::new() },
+            not_permitted_calls: m.metrics.not_permitted,
+            events: m.recent.iter().cloned().collect(),
+            saved_at_ms: s.unix_ms(now),
+        }
+    }
+
+    /// Starts from what the last run saved, as Resilience4j would have gone on had the process not
+    /// stopped: an OPEN breaker stays OPEN until its wait, counted from when it opened, is over (a
+    /// wait already over makes the next request a probe); CLOSED and METRICS_ONLY take their
+    /// count window's outcomes back (a time window starts empty: its seconds were the last
+    /// run's); HALF_OPEN starts its probes afresh (their calls ended with the process); DISABLED
+    /// and FORCED_OPEN, set by hand, stay. The saved events come back for the timeline, then a
+    /// `restored` event. Meant for a breaker that has not been used yet.
+    pub fn restore(&self, saved: &SavedBreaker) {
+        let s = &self.shared;
+        let now = s.clock.now();
+        let mut m = s.lock();
+        let age = Duration::from_millis(s.unix_ms(now).saturating_sub(saved.since_ms));
+        // An age beyond what the monotonic clock can go back to is long over any wait.
+        let since = now.checked_sub(age).unwrap_or_else(|| now - s.config.wait_duration_in_open_state);
+        let at = if saved.state == BreakerState::HalfOpen { now } else { since };
+        s.enter(&mut m, saved.state, at);
+        let replay = matches!(saved.state, BreakerState::Closed | BreakerState::MetricsOnly | BreakerState::Open)
+            && s.config.sliding_window_type == SlidingWindowType::CountBased;
+        if replay {
+            let second = s.second(now);
+            for call in &saved.calls {
+                let _ = m.metrics.record(*call, second);
+            }
+        }
+        m.metrics.not_permitted = saved.not_permitted_calls;
+        m.recent = saved.events.iter().rev().take(RECENT_EVENTS - 1).rev().cloned().collect();
+        s.publish(&mut m, now, BreakerEventKind::Restored { saved_at_ms: saved.saved_at_ms }, None, None);
+        m.restored_from_ms = Some(saved.saved_at_ms);
+        tracing::info!(breaker = %s.name, state = %saved.state, "circuit breaker restored from the last run");
+        s.publish_snapshot(&mut m, now);
     }
 
     /// The current state. Reading never transitions: a lazy OPEN whose wait has passed still reads
@@ -624,6 +684,7 @@ impl Shared {
         }
         m.epoch += 1;
         m.entered_at = at;
+        m.restored_from_ms = None;
         let config = &self.config;
         let second = self.second(at);
         let (state, metrics) = match to {
@@ -750,6 +811,7 @@ impl Shared {
             configured_window_type: config.sliding_window_type,
             configured_window_size: config.sliding_window_size,
             configured_minimum_number_of_calls: config.effective_minimum(),
+            restored_from_ms: m.restored_from_ms,
             calls: m.metrics.calls(),
             buckets: m.metrics.buckets(second),
             half_open: match m.state {

@@ -81,6 +81,10 @@ pub struct CircuitBreakerConfig {
     #[serde(with = "humantime_serde")]
     #[ts(type = "string")]
     pub max_wait_duration_in_half_open_state: Duration,
+    /// The breaker's state, window and timeline are saved in the catalog and the next run starts
+    /// from them (an OPEN breaker stays OPEN until its wait is over). Not Resilience4j's: off, a
+    /// restart starts CLOSED and empty, as Resilience4j does.
+    pub remember_across_restarts: bool,
 }
 
 impl Default for CircuitBreakerConfig {
@@ -97,6 +101,7 @@ impl Default for CircuitBreakerConfig {
             permitted_number_of_calls_in_half_open_state: 5,
             automatic_transition_from_open_to_half_open_enabled: false,
             max_wait_duration_in_half_open_state: Duration::ZERO,
+            remember_across_restarts: true,
         }
     }
 }

@@ -49,7 +49,9 @@ pub use config::{
     BulkheadConfig, CircuitBreakerConfig, InvalidSetting, RateLimiterConfig, ResilienceConfig, RetryConfig,
     SlidingWindowType, TimeLimiterConfig,
 };
-pub use snapshot::{BreakerEvent, BreakerEventKind, BreakerSnapshot, BreakerState, HalfOpenProgress, OpenTiming};
+pub use snapshot::{
+    BreakerEvent, BreakerEventKind, BreakerSnapshot, BreakerState, HalfOpenProgress, OpenTiming, SavedBreaker,
+};
 pub use stack::{
     BulkheadSnapshot, RateLimiterSnapshot, ResilienceSnapshot, ResilienceStack, RetrySnapshot, SlotPolicy, StackError,
     Verdict,

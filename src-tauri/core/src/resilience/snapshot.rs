@@ -1,14 +1,14 @@
 //! What the breaker reports: its state, events and metrics snapshots. These are the DTOs the UI
 //! panel reads (TypeScript types are generated with ts-rs); times are unix milliseconds.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use super::config::SlidingWindowType;
 use super::window::{BucketSummary, RecordedCall};
 
 /// The six states of Resilience4j's circuit breaker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 #[ts(export)]
 pub enum BreakerState {
@@ -47,7 +47,7 @@ impl std::fmt::Display for BreakerState {
 }
 
 /// Something that happened to a breaker.
-#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 #[ts(export)]
 pub struct BreakerEvent {
     /// The breaker's name, e.g. `gemini`.
@@ -63,8 +63,9 @@ pub struct BreakerEvent {
     pub message: Option<String>,
 }
 
-/// The event types of Resilience4j's `CircuitBreakerEvent.Type`, tagged by `type`.
-#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+/// The event types of Resilience4j's `CircuitBreakerEvent.Type`, tagged by `type`, and
+/// `restored` (this app's: the breaker started from the state the last run saved).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[ts(export)]
 pub enum BreakerEventKind {
@@ -97,12 +98,21 @@ pub enum BreakerEventKind {
     ForcedOpen,
     /// The breaker was disabled.
     Disabled,
+    /// The breaker started from what the last run saved (`saved_at_ms`): its state and window, and
+    /// the events before this one.
+    Restored {
+        #[ts(type = "number")]
+        saved_at_ms: u64,
+    },
 }
 
 impl BreakerEventKind {
     /// Resilience4j publishes only these while DISABLED or FORCED_OPEN (its `forcePublish`).
     pub(crate) fn force_publish(&self) -> bool {
-        matches!(self, Self::StateTransition { .. } | Self::Reset | Self::ForcedOpen | Self::Disabled)
+        matches!(
+            self,
+            Self::StateTransition { .. } | Self::Reset | Self::ForcedOpen | Self::Disabled | Self::Restored { .. }
+        )
     }
 }
 
@@ -158,6 +168,10 @@ pub struct BreakerSnapshot {
     pub configured_window_type: SlidingWindowType,
     pub configured_window_size: u32,
     pub configured_minimum_number_of_calls: u32,
+    /// When the state this breaker started from was saved by the last run (`None`: it started
+    /// afresh, CLOSED and empty).
+    #[ts(type = "number | null")]
+    pub restored_from_ms: Option<u64>,
     /// A count window's outcomes, oldest first.
     pub calls: Vec<RecordedCall>,
     /// A time window's one-second buckets, oldest first.
@@ -168,4 +182,19 @@ pub struct BreakerSnapshot {
     pub slow_call_rate_threshold: f32,
     #[ts(type = "number")]
     pub slow_call_duration_threshold_ms: u64,
+}
+
+/// What a breaker saves to start the next run from (issue 26: a restart no longer forgets that
+/// Gemini was failing): its state and when it was entered, the window's outcomes, the calls it
+/// refused, and its recent events for the panel's timeline. Times are unix milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedBreaker {
+    pub state: BreakerState,
+    pub since_ms: u64,
+    /// A count window's outcomes, oldest first (a time window's are not kept: its seconds are
+    /// this run's, and it starts empty).
+    pub calls: Vec<RecordedCall>,
+    pub not_permitted_calls: u64,
+    pub events: Vec<BreakerEvent>,
+    pub saved_at_ms: u64,
 }
