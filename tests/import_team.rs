@@ -158,12 +158,11 @@ async fn two_desktops_import_one_folder_each_photo_once_and_one_killed_is_finish
     let survivor = bob.import(&second).output();
     let kill = async {
         let deadline = Instant::now() + Duration::from_secs(120);
-        while alice.fake.generate_count() < alice_before + 2 * K as usize {
+        // Her first round of calls answered and the next one in flight.
+        while alice.fake.generate_count() < alice_before + 2 * K as usize || alice.fake.in_flight() == 0 {
             assert!(Instant::now() < deadline, "alice sent nothing in 120 s");
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        // Half a call later: her first answers are written, her next calls in flight.
-        tokio::time::sleep(Duration::from_millis(300)).await;
         killed.kill().await.unwrap();
         let status = killed.wait().await.unwrap();
         assert_eq!(status.signal(), Some(9), "alice was killed, not finished: {status:?}");

@@ -28,6 +28,21 @@ pub const IMPORT_ITEM_EVENT: &str = "import://item";
 /// duplicated on any desktop); its payload is a `CatalogChanged`. A SQLite catalog never sends it.
 pub const CATALOG_EVENT: &str = "catalog://changed";
 
+/// The event a team catalog's server sends when it goes away and when it is back; its payload is
+/// a `CatalogServer`. A SQLite catalog never sends it.
+pub const CATALOG_SERVER_EVENT: &str = "catalog://server";
+
+/// Whether the team catalog's server can be reached.
+#[derive(Debug, Clone, Serialize, TS)]
+#[ts(export)]
+pub struct CatalogServer {
+    /// Since when (unix ms) it cannot be reached; `null`: it answers.
+    #[ts(type = "number | null")]
+    pub away_since_ms: Option<i64>,
+    /// Why, as the connection said.
+    pub reason: Option<String>,
+}
+
 /// What changed in the team catalog.
 #[derive(Debug, Clone, Serialize, TS)]
 #[ts(export)]
@@ -46,6 +61,20 @@ pub async fn catalog_bridge<R: Runtime>(app: AppHandle<R>, state: AppState) {
         let product_id = match changes.recv().await {
             Ok(CatalogChange::Product(id)) => Some(id),
             Ok(CatalogChange::Everything) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => None,
+            Ok(CatalogChange::ServerAway { since_ms, reason }) => {
+                let away = CatalogServer { away_since_ms: Some(since_ms), reason: Some(reason) };
+                if let Err(e) = app.emit(CATALOG_SERVER_EVENT, away) {
+                    tracing::debug!("catalog server event not delivered: {e}");
+                }
+                continue;
+            }
+            Ok(CatalogChange::Listening) => continue,
+            Ok(CatalogChange::ServerBack) => {
+                if let Err(e) = app.emit(CATALOG_SERVER_EVENT, CatalogServer { away_since_ms: None, reason: None }) {
+                    tracing::debug!("catalog server event not delivered: {e}");
+                }
+                continue;
+            }
             Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
         };
         if let Err(e) = app.emit(CATALOG_EVENT, CatalogChanged { product_id }) {

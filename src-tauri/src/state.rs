@@ -248,6 +248,8 @@ impl AppState {
     /// after the server catalog (its location without the password).
     pub fn import_options(&self) -> ImportOptions {
         let mut options = self.effective_config().import_options();
+        // Answers paid for wait here while a team catalog's server is away (see import::spool).
+        options.spool_dir = Some(self.shared.paths.data_dir.join("spool"));
         if self.shared.catalog.server().is_some() {
             use std::hash::{Hash, Hasher};
             let mut hasher = std::collections::hash_map::DefaultHasher::new();

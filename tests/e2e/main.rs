@@ -199,6 +199,20 @@ async fn wait_text(c: &Client, css: &str, needle: &str, timeout: Duration) -> St
     }
 }
 
+/// Whether the text of an element matching `css` comes to contain `needle` within `timeout`.
+async fn shows_text(c: &Client, css: &str, needle: &str, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    let script = "return Array.from(document.querySelectorAll(arguments[0]), (e) => e.innerText);";
+    while Instant::now() < deadline {
+        let texts = c.execute(script, vec![json!(css)]).await.unwrap_or_default();
+        if texts.as_array().into_iter().flatten().filter_map(|t| t.as_str()).any(|t| t.contains(needle)) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
 /// Writes a screenshot under target/e2e after two animation frames (WebKit otherwise returns the
 /// previous frame).
 async fn screenshot(c: &Client, name: &str) -> PathBuf {
@@ -441,7 +455,11 @@ async fn a_team_catalog_shows_what_another_desktop_saves() {
     let data_dir = tempfile::tempdir().unwrap();
     seed_catalog(
         data_dir.path(),
-        &[("Crunchy Granola Honey", "Nordic Oats", "Breakfast"), ("Oat Drink Barista", "Oatly", "Drinks")],
+        &[
+            ("Crunchy Granola Honey", "Nordic Oats", "Breakfast"),
+            ("Oat Drink Barista", "Oatly", "Drinks"),
+            ("Listener check", "House Brand", "Misc"),
+        ],
     )
     .await;
     let url = pe_core::catalog::server::testing::fresh_database("e2e_team").await;
@@ -493,12 +511,22 @@ async fn a_team_catalog_shows_what_another_desktop_saves() {
     let open = wait_text(&c, "#catalog-open", "team catalog", long).await;
     assert!(open.contains("postgres://pe_test:••••@127.0.0.1:"), "{open}");
     wait_for(&c, "#nav-products", long).await.click().await.unwrap();
-    wait_text(&c, "#catalog-count", "2 products", long).await;
+    wait_text(&c, "#catalog-count", "3 products", long).await;
     wait_text(&c, r#"[data-testid="product-row"]"#, "Oat Drink Barista", long).await;
     // The thumbnails come from the server, by hash, through the same protocol.
     thumbnails_load(&c, r#"[data-testid="product-row"] img"#, 2, long).await;
-    // Give the window's listener a moment to be on the server before bob saves.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The window's listener is on the server once one of bob's saves shows in the list: until
+    // then (the app still starting it), bob saves again.
+    let mut revision = 1;
+    loop {
+        let name = format!("Listener check {revision}");
+        edit(3, revision, &name).await;
+        revision += 1;
+        if shows_text(&c, r#"[data-testid="product-row"]"#, &name, Duration::from_secs(3)).await {
+            break;
+        }
+        assert!(revision < 10, "the window never heard bob's saves");
+    }
 
     // Bob renames the drink: the list here shows it within a second.
     let saved_at = std::time::Instant::now();

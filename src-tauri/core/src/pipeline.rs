@@ -197,6 +197,8 @@ impl Pipeline {
         clock: UnixClock,
     ) -> Self {
         let decode_budget = DecodeBudget::new(IntakeConfig::default().decode_budget_bytes);
+        // The client's quota resets are computed from the pipeline's clock too.
+        let gemini = gemini.with_clock(clock.clone());
         Self {
             gemini,
             stack,

@@ -404,8 +404,9 @@ async fn two_desktops_edit_one_product_and_hear_each_others_changes() {
         Catalog::on_server(ServerCatalog::connect_with(&ServerUrl::parse(&url).unwrap(), &no_env, None).await.unwrap());
     let mut heard = bob.subscribe_changes().expect("a server catalog has changes");
     assert!(Catalog::open(&dir.path().join("local.sqlite3")).unwrap().subscribe_changes().is_none());
-    // LISTEN runs on its own connection: give it a moment to start before saving.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // LISTEN runs on its own connection: it says when it listens.
+    let listening = tokio::time::timeout(Duration::from_secs(10), heard.recv()).await.expect("listening").unwrap();
+    assert_eq!(listening, CatalogChange::Listening);
 
     let product = alice.get_product(2).await.unwrap();
     let mut saved = product.saved.clone();

@@ -243,6 +243,21 @@ async fn quota_retry_delay_is_parsed() {
     assert!(report.detail.unwrap().starts_with("HTTP 429 RESOURCE_EXHAUSTED: You exceeded your current quota"));
 }
 
+/// A per-day quota resets at the next midnight Pacific time of the caller's clock, not of the
+/// machine's: the client reads no wall clock of its own.
+#[tokio::test]
+async fn a_per_day_quota_resets_by_the_callers_clock() {
+    let fake = fake().await;
+    fake.push(Behavior::DailyQuota);
+    // 2030-03-10T09:30:00Z is 01:30 PST, before the clocks go forward at 02:00 that night: the
+    // next midnight is PDT, 07:00 UTC on the 11th.
+    let now = 1_899_365_400_000;
+    let client = client(&fake).with_clock(std::sync::Arc::new(move || now));
+    let e = extract_err(&client).await;
+    assert_eq!(e.quota_resets_at(), Some(pe_core::gemini::next_pacific_midnight(now)));
+    assert_eq!(e.quota_resets_at(), Some(1_899_442_800_000), "2030-03-11T07:00:00Z: midnight PDT");
+}
+
 #[tokio::test]
 async fn invalid_key_is_gemini_auth() {
     let fake = fake().await;

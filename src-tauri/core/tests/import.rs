@@ -505,14 +505,17 @@ async fn a_breaker_forced_open_pauses_until_it_is_released() {
     queue.enqueue(files, EnqueueOptions::default()).await.unwrap();
     let mut progress = queue.progress();
     // (The watch's read guard is dropped at once: holding it would block every publisher.)
+    // Held (the gate closed: nothing can start a call until the hold ends) with no call under
+    // way: whatever was sent is sent now.
     let paused = tokio::time::timeout(
         Duration::from_secs(5),
-        progress.wait_for(|p| matches!(p.status, ImportStatus::PausedBreaker { until_unix_ms: None, .. })),
+        progress.wait_for(|p| {
+            matches!(p.status, ImportStatus::PausedBreaker { until_unix_ms: None, .. }) && p.counts.extracting == 0
+        }),
     )
     .await
     .is_ok();
     assert!(paused, "paused without a retry time: {:?}", queue.progress().borrow().status);
-    tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(s.fake.generate_count(), 0);
     assert_eq!(queue.progress().borrow().counts.failed, 0);
     s.stack.breaker().transition_to_closed();
@@ -540,8 +543,9 @@ async fn a_bad_key_stops_the_queue_items_stay_queued_and_a_new_key_finishes_it_b
     let rows = all_rows(&queue).await;
     assert!(rows.iter().all(|r| r.attempts == 0), "a rejected key is not the item's attempt");
     assert!(rows.iter().any(|r| r.last_error.as_ref().is_some_and(|e| e.code == ErrorCode::GeminiAuth)));
-    // Still stopped a moment later: it does not retry by itself.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // It does not retry by itself: a stop has no next try (unlike a hold), and once the calls that
+    // were in flight have ended nothing else reaches the server.
+    wait_until("the calls in flight end", || s.fake.in_flight() == 0).await;
     assert_eq!(s.fake.generate_count(), sent);
 
     // Settings saved with the same key (another setting changed): still stopped, nothing sent.
@@ -587,11 +591,13 @@ async fn a_per_day_quota_holds_the_queue_until_it_resets() {
     let queue = s.open(in_order()).await;
     queue.enqueue(files, EnqueueOptions::default()).await.unwrap();
     let mut progress = queue.progress();
+    // Waiting (the gate closed) with no call under way: whatever was sent is sent now.
     let waiting = tokio::time::timeout(
         Duration::from_secs(20),
-        progress.wait_for(
-            |p| matches!(&p.status, ImportStatus::WaitingQuota { message, .. } if message.contains("daily quota")),
-        ),
+        progress.wait_for(|p| {
+            matches!(&p.status, ImportStatus::WaitingQuota { message, .. } if message.contains("daily quota"))
+                && p.counts.extracting == 0
+        }),
     )
     .await
     .expect("the queue waits for the daily quota")
@@ -603,7 +609,6 @@ async fn a_per_day_quota_holds_the_queue_until_it_resets() {
     assert!((until_unix_ms - reset).abs() < 2_000, "until {until_unix_ms}, the next midnight PT is {reset}");
     assert!(message.contains("midnight Pacific time"), "{message}");
     // Nothing else is sent, nothing fails, and the quota is not the item's attempt.
-    tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(s.fake.generate_count(), 1);
     let rows = all_rows(&queue).await;
     assert_eq!(rows.len(), 3);
@@ -650,11 +655,13 @@ async fn pause_resume_cancel_and_clear_done() {
 
     queue.pause();
     assert_eq!(queue.progress().borrow().status, ImportStatus::PausedByUser);
+    // Paused (the gate closed: no call can start until Resume) with no call under way: what was
+    // sent is sent, and stays so.
     let mut progress = queue.progress();
     progress.wait_for(|p| p.counts.extracting == 0).await.unwrap();
     let sent = s.fake.generate_count();
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(s.fake.generate_count(), sent, "nothing is sent while paused");
+    assert_eq!(queue.progress().borrow().status, ImportStatus::PausedByUser);
+    assert_eq!(sent, queue.progress().borrow().counts.ready as usize, "every call sent was answered and written");
     assert!(queue.progress().borrow().counts.ready >= 2);
 
     queue.resume();
@@ -664,9 +671,9 @@ async fn pause_resume_cancel_and_clear_done() {
     assert_eq!(p.status, ImportStatus::Idle);
     assert_eq!((p.counts.preparing, p.counts.extracting, p.counts.failed), (0, 0, 0));
     assert!(p.counts.queued > 0, "{p:?}");
-    let sent = s.fake.generate_count();
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    assert_eq!(s.fake.generate_count(), sent, "nothing is sent after cancel");
+    // Cancelled: the driver abandoned the work in flight before `cancel` returned, and claims
+    // nothing while idle; every item waits in the queue.
+    assert_eq!(p.counts.queued + p.counts.ready, 8, "{p:?}");
 
     queue.resume();
     let p = settled(&queue).await;
@@ -797,7 +804,6 @@ async fn controls_after_shutdown_return_at_once() {
     let queue = s.open(idle()).await;
     let other = queue.clone();
     queue.shutdown().await;
-    tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(tokio::time::timeout(Duration::from_secs(2), other.cancel()).await.is_ok());
     drop(other);
     s.open(idle()).await;
@@ -817,7 +823,12 @@ async fn a_dropped_photo_gets_the_next_free_slot_during_a_long_import() {
     queue.enqueue(vec![s.folder("shoot")], EnqueueOptions::default()).await.unwrap();
     // The import is under way: K calls in flight, the lookahead prepared and waiting for a slot.
     wait_until("the import sends", || s.fake.generate_count() >= 2 * K).await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut progress = queue.progress();
+    wait_until("the lookahead is prepared", || {
+        let c = progress.borrow_and_update().counts;
+        (c.preparing + c.extracting) as usize >= K + LOOKAHEAD
+    })
+    .await;
     let sent_before = s.fake.requests().len();
     let enqueued = queue.enqueue_files(vec![dropped.clone()], EnqueueOptions::interactive()).await.unwrap();
     assert_eq!(enqueued.report.queued, 1);

@@ -248,7 +248,6 @@ async fn a_restart_while_a_batch_runs_polls_it_again_and_never_submits_it_twice(
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     drop(queue); // like a crash: nothing is cancelled
-    tokio::time::sleep(Duration::from_millis(50)).await;
     let queue = s.open(100).await;
     let p = settled(&queue).await;
     assert_eq!(p.counts.ready, 5, "{p:?}");

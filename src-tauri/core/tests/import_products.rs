@@ -343,8 +343,8 @@ async fn review_splits_and_merges_products_and_nothing_is_sent_until_asked() {
     let merged = s.queue.item(lone).await.unwrap();
     assert_eq!(merged.row.skipped.as_ref().unwrap().duplicate_of_item, Some(kit));
 
-    // Nothing was sent for any of it.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Nothing was sent for any of it: the queue settles with nothing to send.
+    tokio::time::timeout(Duration::from_secs(30), s.queue.settled()).await.unwrap();
     assert_eq!(s.generate_bodies().len(), 2, "a changed group is extracted again only when asked");
 
     // Asked: each goes as one request with its new photos.

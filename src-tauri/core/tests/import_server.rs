@@ -98,6 +98,19 @@ async fn wait_for(what: &str, timeout: Duration, mut done: impl AsyncFnMut() -> 
     }
 }
 
+/// Whether the computer `host` is on item `id`'s list of those that cannot read its files.
+async fn unreadable_by(url: &str, id: ItemId, host: &str) -> bool {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
+    let task = tokio::spawn(connection);
+    let row = client
+        .query_opt("SELECT 1 FROM import_item_unreadable WHERE item_id = $1 AND host = $2", &[&id, &host])
+        .await
+        .unwrap();
+    drop(client);
+    let _ = task.await;
+    row.is_some()
+}
+
 /// Every photo's request body, from every desktop's fake: how many times each was sent.
 fn sends(desktops: &[&Desktop]) -> HashMap<u64, usize> {
     let mut all = HashMap::new();
@@ -229,7 +242,13 @@ async fn interactive_photos_stay_with_their_computer_and_unreadable_ones_go_to_t
     let bulk = qa.enqueue_files(vec![gone.clone()], EnqueueOptions::default()).await.unwrap();
     let gone_id = bulk.files[0].item;
     std::fs::remove_file(&gone).unwrap();
-    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    // Bob has claimed the missing photo and left it to others (his computer is on its list of
+    // those that cannot read it): his claims, which take interactive photos first, have passed
+    // over Alice's dropped one.
+    wait_for("bob to leave the missing photo", Duration::from_secs(20), async || {
+        unreadable_by(&url, gone_id, "desk-2").await
+    })
+    .await;
     let item = qb.item(dropped_id).await.unwrap();
     assert_eq!(item.row.state, ItemState::Queued, "bob never takes alice's dropped photo: {item:?}");
     let item = qb.item(gone_id).await.unwrap();

@@ -312,6 +312,11 @@ impl FakeGemini {
     }
 
     /// The most `generateContent` requests that were in progress at the same time.
+    /// `generateContent` requests being answered right now.
+    pub fn in_flight(&self) -> usize {
+        self.state.in_flight.load(Ordering::SeqCst)
+    }
+
     pub fn max_in_flight(&self) -> usize {
         self.state.max_in_flight.load(Ordering::SeqCst)
     }

@@ -117,8 +117,7 @@ pub async fn run(state: &AppState, args: ImportArgs) -> i32 {
         failed: 0,
         lines_cost: CostTotal::default(),
         stdout: std::io::stdout(),
-        give_up_after: args.give_up_after,
-        last_progress: Instant::now(),
+        give_up: GiveUp::new(args.give_up_after),
         gave_up: None,
         sequences: Vec::new(),
         given: HashSet::new(),
@@ -171,9 +170,8 @@ struct Run {
     /// What the printed lines' attempts cost.
     lines_cost: CostTotal,
     stdout: std::io::Stdout,
-    give_up_after: Duration,
-    /// When an item last made progress (see [`is_progress`]), or the run started.
-    last_progress: Instant,
+    /// `--give-up-after`, from the last progress.
+    give_up: GiveUp,
     /// Why the run gave up, for the summary.
     gave_up: Option<String>,
     /// The numbered sequences the grouping found (each photo its own product), for the summary.
@@ -230,7 +228,7 @@ impl Run {
         let terminal = std::io::stderr().is_terminal();
         let mut drawn = Instant::now() - PROGRESS_EVERY;
         let mut shown: Option<ImportStatus> = None;
-        self.last_progress = Instant::now();
+        self.give_up.progressed();
         let mut disk_full: Option<String> = None;
         let interrupted = loop {
             let status = {
@@ -258,7 +256,7 @@ impl Run {
                 }
                 shown = Some(status.clone());
             }
-            let give_up_at = tokio::time::Instant::from_std(self.last_progress + self.give_up_after);
+            let give_up_at = self.give_up.deadline();
             tokio::select! {
                 event = events.recv() => match event {
                     Ok(event) => self.on_event(event).await,
@@ -279,11 +277,12 @@ impl Run {
                 _ = tokio::time::sleep_until(give_up_at) => {
                     let why = match &status {
                         ImportStatus::PausedBreaker { message, .. }
+                        | ImportStatus::WaitingServer { message, .. }
                         | ImportStatus::WaitingQuota { message, .. }
                         | ImportStatus::Stopped { message, .. } => message.clone(),
                         _ => "no item finished".into(),
                     };
-                    let after = humantime::format_duration(self.give_up_after);
+                    let after = humantime::format_duration(self.give_up.after);
                     self.gave_up = Some(format!("gave up after {after} without progress ({why})"));
                     break false;
                 }
@@ -377,13 +376,36 @@ impl Run {
             self.lines_cost.add(attempt.usage.map(|u| u.billed()), attempt.cost_usd);
         }
         if is_progress(&detail) {
-            self.last_progress = Instant::now();
+            self.give_up.progressed();
         }
         let given = self.given.contains(&detail.row.stored_path());
         let (line, failed) =
             if self.json { json_line(&detail, self.save, given) } else { text_line(&detail, self.save, given) };
         self.failed += usize::from(failed);
         let _ = writeln!(self.stdout, "{line}").and_then(|()| self.stdout.flush());
+    }
+}
+
+/// `--give-up-after`: the run gives up once no item made progress for `after`. On tokio's clock,
+/// so its rule is tested on paused time.
+struct GiveUp {
+    after: Duration,
+    last_progress: tokio::time::Instant,
+}
+
+impl GiveUp {
+    fn new(after: Duration) -> Self {
+        Self { after, last_progress: tokio::time::Instant::now() }
+    }
+
+    /// An item made progress (see [`is_progress`]): the wait starts again.
+    fn progressed(&mut self) {
+        self.last_progress = tokio::time::Instant::now();
+    }
+
+    /// When the run gives up unless something progresses first.
+    fn deadline(&self) -> tokio::time::Instant {
+        self.last_progress + self.after
     }
 }
 
@@ -422,6 +444,7 @@ fn state_line(before: Option<&ImportStatus>, now: &ImportStatus) -> Option<Strin
                 | ImportStatus::WaitingQuota { .. }
                 | ImportStatus::PausedBudget { .. }
                 | ImportStatus::PausedDisk { .. }
+                | ImportStatus::WaitingServer { .. }
                 | ImportStatus::Stopped { .. }
                 | ImportStatus::PausedByUser
         )
@@ -436,6 +459,7 @@ fn state_line(before: Option<&ImportStatus>, now: &ImportStatus) -> Option<Strin
         | ImportStatus::WaitingQuota { message, .. }
         | ImportStatus::PausedBudget { message, .. } => line(message),
         ImportStatus::PausedDisk { message, .. } => format!("stopped: {}", message.trim().trim_end_matches('.')),
+        ImportStatus::WaitingServer { message, .. } => line(message),
         ImportStatus::Stopped { message, .. } => format!("stopped: {}", message.trim().trim_end_matches('.')),
         ImportStatus::PausedByUser => "paused by the user in the window".into(),
         ImportStatus::WorkedElsewhere => {
@@ -723,4 +747,24 @@ async fn status(state: &AppState, json: bool) -> i32 {
         return EXIT_FAILED;
     }
     EXIT_OK
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The give-up rule on tokio's paused clock: exactly `after` without progress, counted again
+    /// from each progress.
+    #[tokio::test(start_paused = true)]
+    async fn a_run_gives_up_exactly_after_the_time_without_progress() {
+        let start = tokio::time::Instant::now();
+        let mut give_up = GiveUp::new(Duration::from_secs(120));
+        tokio::time::sleep(Duration::from_secs(90)).await;
+        give_up.progressed();
+        assert_eq!(give_up.deadline() - start, Duration::from_secs(210), "progress starts the wait again");
+        let early = tokio::time::timeout(Duration::from_secs(119), tokio::time::sleep_until(give_up.deadline())).await;
+        assert!(early.is_err(), "not before the wait is over");
+        tokio::time::sleep_until(give_up.deadline()).await;
+        assert_eq!(start.elapsed(), Duration::from_secs(210));
+    }
 }

@@ -187,6 +187,7 @@ export function queueHold(progress: ImportProgress | null, locale?: string, time
     case "paused_budget":
     case "paused_disk":
     case "waiting_quota":
+    case "waiting_server":
     case "stopped":
       return statusLine(progress, locale, timeZone).text;
     case "worked_elsewhere":

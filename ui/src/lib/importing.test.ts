@@ -200,6 +200,13 @@ describe("queueControls", () => {
     expect(statusLine(disk)).toEqual({ text: `Paused: ${message}`, tone: "waiting" });
   });
 
+  it("a team server away: the status says so and when it tries again; nothing to press", () => {
+    const message = "Waiting for the team catalog's server (Connection refused). The import goes on by itself once it is back; the answers already paid for are written then.";
+    const away = p({ kind: "waiting_server", since_unix_ms: Date.UTC(2026, 11, 7, 14, 2), next_try_unix_ms: Date.UTC(2026, 11, 7, 14, 2, 8), message }, 4, 2);
+    expect(statusLine(away, "en-GB", "UTC")).toEqual({ text: `${message} Next try at 14:02:08.`, tone: "waiting" });
+    expect(queueControls(away)).toEqual({ pause: false, resume: false, fix: null, eta: false, waitingAtGate: true });
+  });
+
   it("an open breaker waits for Gemini status; a stop for the key for Settings and Resume", () => {
     expect(queueControls(p({ kind: "paused_breaker", until_unix_ms: null, message: "forced" }, 2))).toMatchObject({ pause: false, resume: false, fix: "open_status" });
     const noKey = p({ kind: "stopped", code: "gemini_auth", message: "No key" }, 2);

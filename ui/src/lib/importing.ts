@@ -104,6 +104,8 @@ export function statusLine(progress: ImportProgress, locale?: string, timeZone?:
       return { text: `Paused: ${s.message}`, tone: "waiting" };
     case "waiting_quota":
       return { text: `Waiting for Gemini's quota until ${clock(s.until_unix_ms, locale, timeZone)}.`, tone: "waiting" };
+    case "waiting_server":
+      return { text: `${s.message} Next try at ${clock(s.next_try_unix_ms, locale, timeZone)}.`, tone: "waiting" };
     case "stopped":
       return { text: `Stopped: ${s.message}`, tone: "stopped" };
     case "finished":
@@ -132,7 +134,8 @@ const SETTINGS_STOPS: ReadonlySet<string> = new Set(["gemini_auth", "gemini_not_
 
 export function queueControls(progress: ImportProgress): QueueControls {
   const s = progress.status;
-  const held = s.kind === "paused_breaker" || s.kind === "paused_budget" || s.kind === "paused_disk" || s.kind === "waiting_quota";
+  const held =
+    s.kind === "paused_breaker" || s.kind === "paused_budget" || s.kind === "paused_disk" || s.kind === "waiting_quota" || s.kind === "waiting_server";
   const fix =
     s.kind === "paused_budget" || (s.kind === "stopped" && SETTINGS_STOPS.has(s.code))
       ? "open_settings"

@@ -98,6 +98,15 @@ impl CatalogError {
         }
     }
 
+    /// The team catalog's server cannot be reached now (the network, a restart, a failover): what
+    /// was asked was not done, and can be once it is back. The reason, for the message.
+    pub fn server_away(&self) -> Option<&str> {
+        match self {
+            Self::Server(super::server::ServerError::Unreachable { message, .. }) => Some(message),
+            _ => None,
+        }
+    }
+
     pub(crate) fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
         Self::Invalid { fields: vec![field.into()], message: message.into(), flags: Vec::new() }
     }

@@ -63,8 +63,9 @@ pub struct StoredPrepared {
     pub thumbnail_jpeg: Vec<u8>,
 }
 
-/// One call to Gemini, for the audit trail.
-#[derive(Debug, Clone, PartialEq)]
+/// One call to Gemini, for the audit trail. (Serialized only into a desktop's spool of answers
+/// waiting to be written: `import::spool`.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NewAttempt {
     pub photo_id: PhotoId,
     pub model: String,
@@ -106,7 +107,7 @@ pub struct PhotoRef {
 }
 
 /// Token counts from Gemini's `usageMetadata`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct AttemptUsage {
     pub prompt_tokens: u32,
     pub output_tokens: u32,
@@ -130,7 +131,7 @@ impl AttemptUsage {
 /// How an attempt ended.
 // A short-lived input built once per Gemini call; boxing the product would only make it clumsier.
 #[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum AttemptOutcome {
     /// Gemini proposed a product (possibly with invalid fields; the reviewer fixes them).
     Proposed { product: Product },

@@ -344,6 +344,10 @@ impl ServerError {
                 SqlState::INVALID_PASSWORD | SqlState::INVALID_AUTHORIZATION_SPECIFICATION => {
                     Self::Auth { url, user: user.to_string(), message, tried: None }
                 }
+                // The server is stopping or starting (a restart, a failover): it goes away.
+                SqlState::ADMIN_SHUTDOWN | SqlState::CRASH_SHUTDOWN | SqlState::CANNOT_CONNECT_NOW => {
+                    Self::Unreachable { url, message }
+                }
                 SqlState::INVALID_CATALOG_NAME => Self::NoDatabase { url },
                 _ => Self::Server { url, message },
             };
@@ -354,7 +358,11 @@ impl ServerError {
             Self::PasswordMissing { url }
         } else if text.contains("TLS") || text.contains("tls") || text.contains("certificate") {
             Self::Tls { url, message: text }
-        } else if e.is_closed() || text.contains("error connecting") || text.contains("timeout") {
+        } else if e.is_closed()
+            || text.contains("error connecting")
+            || text.contains("error communicating with the server")
+            || text.contains("timeout")
+        {
             Self::Unreachable { url, message: text }
         } else {
             Self::Server { url, message: text }

@@ -30,13 +30,22 @@ const RETRY_MAX: Duration = Duration::from_secs(30);
 const IDLE_CHECK: Duration = Duration::from_secs(10);
 
 /// What another desktop (or this one) changed in a server catalog.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CatalogChange {
     /// A product was saved, edited, deleted, undeleted or created as a duplicate.
     Product(ProductId),
     /// Changes may have been missed (the listener reconnected, or a subscriber fell behind):
     /// read everything shown again.
     Everything,
+    /// The server cannot be reached (the listener's connection ended and cannot be opened again)
+    /// since `since_ms` (unix ms): what is shown is what was read before; it is tried again,
+    /// backing off.
+    ServerAway { since_ms: i64, reason: String },
+    /// The server answers again (followed by [`CatalogChange::Everything`]).
+    ServerBack,
+    /// The listener listens (after it connected, and after each reconnect): from now on every
+    /// committed change is heard.
+    Listening,
 }
 
 /// The listener's sender, shared by a server catalog's handles.
@@ -64,11 +73,19 @@ impl Changes {
 async fn listen(config: tokio_postgres::Config, sender: Arc<broadcast::Sender<CatalogChange>>) {
     let mut pause = RETRY_FIRST;
     let mut first = true;
+    let mut away = false;
     while sender.receiver_count() > 0 {
         let heard = if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
-            listen_once(&config, tokio_postgres_rustls::MakeRustlsConnect::with_webpki_roots(), &sender, first).await
+            listen_once(
+                &config,
+                tokio_postgres_rustls::MakeRustlsConnect::with_webpki_roots(),
+                &sender,
+                first,
+                &mut away,
+            )
+            .await
         } else {
-            listen_once(&config, tokio_postgres::NoTls, &sender, first).await
+            listen_once(&config, tokio_postgres::NoTls, &sender, first, &mut away).await
         };
         match heard {
             Ok(()) => return,
@@ -79,6 +96,13 @@ async fn listen(config: tokio_postgres::Config, sender: Arc<broadcast::Sender<Ca
             }
             Err(ListenEnded::NotConnected(message)) => {
                 tracing::warn!(%message, ?pause, "the catalog change listener cannot connect; trying again");
+                if !away {
+                    // Not reachable now (a lost connection that cannot be opened again, or none
+                    // at all): the window says so until it is back.
+                    away = true;
+                    let since_ms = chrono::Utc::now().timestamp_millis();
+                    let _ = sender.send(CatalogChange::ServerAway { since_ms, reason: message.clone() });
+                }
                 first = false;
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(RETRY_MAX);
@@ -101,6 +125,7 @@ async fn listen_once<T>(
     tls: T,
     sender: &broadcast::Sender<CatalogChange>,
     first: bool,
+    away: &mut bool,
 ) -> Result<(), ListenEnded>
 where
     T: MakeTlsConnect<Socket>,
@@ -128,6 +153,10 @@ where
     if let Err(e) = listening {
         driver.abort();
         return Err(ListenEnded::NotConnected(super::server::error_chain(&e)));
+    }
+    let _ = sender.send(CatalogChange::Listening);
+    if std::mem::take(away) {
+        let _ = sender.send(CatalogChange::ServerBack);
     }
     if !first {
         let _ = sender.send(CatalogChange::Everything);

@@ -6,7 +6,7 @@
 
 use rusqlite::params;
 
-use super::db::Db;
+use super::db::{Db, OptionalRow};
 
 use super::records::{AttemptId, NewAttempt, PhotoId, ProductId, ProductRecord, RevisionSource, SaveProduct};
 use super::CatalogError;
@@ -19,6 +19,24 @@ pub(crate) fn queue_cost(conn: &Db<'_>) -> Result<super::CostTotal, CatalogError
 /// Records an attempt (the audit trail) inside `tx`.
 pub(crate) fn record_attempt(tx: &Db<'_>, attempt: &NewAttempt) -> Result<AttemptId, CatalogError> {
     super::queries::record_attempt_in(tx, attempt)
+}
+
+/// Records an attempt inside `tx` unless the same call is recorded already (its photo, model,
+/// start and latency): an outcome written again after its first write's answer was lost (a
+/// server that went away as it committed) is one call, recorded once. Returns its id.
+pub(crate) fn record_attempt_once(tx: &Db<'_>, attempt: &NewAttempt) -> Result<AttemptId, CatalogError> {
+    let latency = i64::try_from(attempt.latency_ms).unwrap_or(i64::MAX);
+    let known = tx
+        .query_row(
+            "SELECT id FROM attempts WHERE photo_id = ?1 AND started_at = ?2 AND model = ?3 AND latency_ms = ?4",
+            params![attempt.photo_id, attempt.started_at, attempt.model, latency],
+            |r| r.get(0),
+        )
+        .optional()?;
+    match known {
+        Some(id) => Ok(id),
+        None => record_attempt(tx, attempt),
+    }
 }
 
 /// Marks an attempt as answered through the Batch API batch `batch_name` (priced at the batch rate).

@@ -309,7 +309,7 @@ impl GeminiClient {
                 self.call(self.http.post(&url).header("content-type", "application/json").body("{}"), key, &progress),
             )
             .await?;
-        answer.success(&self.inner.model)?;
+        answer.success(&self.inner.model, (self.clock)())?;
         Ok(())
     }
 
@@ -326,7 +326,7 @@ impl GeminiClient {
                     query.push(("pageToken", token));
                 }
                 let answer = self.call(self.http.get(&url).query(&query), key, &progress).await?;
-                let answer = answer.success(&self.inner.model)?;
+                let answer = answer.success(&self.inner.model, (self.clock)())?;
                 let page: ListBatches = serde_json::from_str(&answer.body).map_err(|e| unparsable(&answer.body, e))?;
                 for op in page.operations.unwrap_or_default() {
                     let status = op.into_status(&answer.body)?;
@@ -351,7 +351,7 @@ impl GeminiClient {
         let key = self.inner.api_key.as_ref().ok_or(GeminiError::MissingKey)?;
         let progress = super::Progress::default();
         let answer = self.with_overall_timeout(&progress, self.call(request(&self.http), key, &progress)).await?;
-        let answer = answer.success(&self.inner.model)?;
+        let answer = answer.success(&self.inner.model, (self.clock)())?;
         let op: Operation = serde_json::from_str(&answer.body).map_err(|e| unparsable(&answer.body, e))?;
         op.into_status(&answer.body)
     }

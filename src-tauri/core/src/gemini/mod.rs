@@ -136,7 +136,13 @@ pub struct GeminiExtraction {
 pub struct GeminiClient {
     http: reqwest::Client,
     inner: Arc<Inner>,
+    /// The wall clock (unix ms) a per-day quota's reset is computed from: the caller's
+    /// ([`GeminiClient::with_clock`]), so tests control it; the system's by default.
+    clock: WallClock,
 }
+
+/// A wall clock in unix milliseconds.
+pub type WallClock = Arc<dyn Fn() -> i64 + Send + Sync>;
 
 struct Inner {
     base_url: String,
@@ -202,11 +208,11 @@ struct RawAnswer {
 
 impl RawAnswer {
     /// The answer when its status is 2xx, else the error the status and body make for `model`.
-    fn success(self, model: &str) -> Result<Self, GeminiError> {
+    fn success(self, model: &str, now_ms: i64) -> Result<Self, GeminiError> {
         if (200..300).contains(&self.status) {
             Ok(self)
         } else {
-            Err(error::from_status(self.status, self.body, model, self.retry_after, unix_now_ms()))
+            Err(error::from_status(self.status, self.body, model, self.retry_after, now_ms))
         }
     }
 }
@@ -273,6 +279,7 @@ impl GeminiClient {
             .map_err(|e| GeminiError::InvalidConfig { message: format!("cannot set up HTTPS ({e})") })?;
         Ok(Self {
             http,
+            clock: Arc::new(unix_now_ms),
             inner: Arc::new(Inner {
                 base_url,
                 api_key: cfg.api_key.clone(),
@@ -382,6 +389,12 @@ impl GeminiClient {
         looked_up.map_or(None, |family| *family)
     }
 
+    /// This client with `clock` as its wall clock (see [`WallClock`]).
+    pub fn with_clock(mut self, clock: WallClock) -> Self {
+        self.clock = clock;
+        self
+    }
+
     /// The model the configured alias stands for, once [`GeminiClient::model_family`] looked it up
     /// (`None` before, and for a model named by its own id).
     pub fn resolved_model(&self) -> Option<&str> {
@@ -394,7 +407,7 @@ impl GeminiClient {
         let url = format!("{}/v1beta/models/{}", self.inner.base_url, self.inner.model);
         let progress = Progress::default();
         let answer = self.with_overall_timeout(&progress, self.call(self.http.get(&url), key, &progress)).await?;
-        let answer = answer.success(&self.inner.model)?;
+        let answer = answer.success(&self.inner.model, (self.clock)())?;
         serde_json::from_str(&answer.body).map_err(|e| GeminiError::UnparsableOutput {
             reason: "the model description was not valid JSON".into(),
             usage: None,
@@ -464,7 +477,7 @@ impl GeminiClient {
             self.with_overall_timeout(&progress, self.call(self.http.post(&url).json(&body), key, &progress)).await?;
         let latency = started.elapsed();
         tracing::debug!(model = %self.inner.model, status = answer.status, ?latency, "gemini generateContent");
-        let answer = answer.success(&self.inner.model)?;
+        let answer = answer.success(&self.inner.model, (self.clock)())?;
         extraction(answer.body, latency, self.inner.max_output_tokens)
     }
 
@@ -483,7 +496,7 @@ impl GeminiClient {
                 }
                 progress.headers_arrived.store(false, Ordering::Relaxed);
                 let answer = self.call(self.http.get(&url).query(&query), key, &progress).await?;
-                let answer = answer.success(&self.inner.model)?;
+                let answer = answer.success(&self.inner.model, (self.clock)())?;
                 let page: wire::ListModelsResponse =
                     serde_json::from_str(&answer.body).map_err(|e| GeminiError::UnparsableOutput {
                         reason: "the model list was not valid JSON".into(),
@@ -580,7 +593,7 @@ impl GeminiClient {
     }
 }
 
-/// The wall clock in unix ms, for when a per-day quota resets.
+/// The system's wall clock in unix ms: the default [`WallClock`].
 fn unix_now_ms() -> i64 {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     i64::try_from(now.as_millis()).unwrap_or(i64::MAX)

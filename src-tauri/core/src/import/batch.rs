@@ -576,3 +576,31 @@ fn phase_of(state: &BatchState) -> Option<BatchPhase> {
         BatchState::Other(_) => return None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The poll interval on tokio's paused clock: a failed look doubles the wait (up to ten times
+    /// the base), a good one brings it back to the base.
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_look_doubles_the_wait_up_to_ten_times_the_base() {
+        let mut backoff = Backoff::new(Duration::from_secs(10));
+        assert!(backoff.may_poll(), "the first look is at once");
+        let mut waits = Vec::new();
+        for _ in 0..6 {
+            backoff.failed();
+            assert!(!backoff.may_poll());
+            let wait = backoff.next_look();
+            waits.push(wait.as_secs());
+            tokio::time::sleep(wait - Duration::from_millis(1)).await;
+            assert!(!backoff.may_poll(), "not a moment early");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            assert!(backoff.may_poll());
+        }
+        assert_eq!(waits, [20, 40, 80, 100, 100, 100]);
+        backoff.succeeded();
+        backoff.failed();
+        assert_eq!(backoff.next_look(), Duration::from_secs(20), "a good look starts the doubling afresh");
+    }
+}

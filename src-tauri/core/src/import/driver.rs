@@ -80,7 +80,12 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
                 Wait::Breaker(wake_at, seq, shared.pipeline().stack().clone())
             }
             (
-                Some(Hold::Quota { wake_at, .. } | Hold::Budget { wake_at, .. } | Hold::Disk { wake_at, .. }),
+                Some(
+                    Hold::Quota { wake_at, .. }
+                    | Hold::Budget { wake_at, .. }
+                    | Hold::Disk { wake_at, .. }
+                    | Hold::Server { wake_at, .. },
+                ),
                 Mode::Running,
             ) => Wait::Until(wake_at, seq),
             // A disk too full for more work: nothing is claimed (what is in flight is written, in
@@ -109,6 +114,29 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
                     let (now, lease, asked) = (shared.now(), shared.options.lease, want.clone());
                     match shared.counted(move |conn| store::claim(conn, &want, lease, now)).await {
                         Ok(Counted { value: items, counts, duplicates, cost, seq }) => {
+                            for item in &items {
+                                lock(&shared.working_on).insert(item.id);
+                            }
+                            if shared.server_back() {
+                                // A claim whose answer was lost with the server (it committed as
+                                // the connection dropped) leased items no task works on here:
+                                // back to the queue, or they would wait for this desktop for good.
+                                let working: Vec<_> = lock(&shared.working_on).iter().copied().collect();
+                                let now = shared.now();
+                                match shared.counted(move |conn| store::requeue_orphans(conn, &working, now)).await {
+                                    Ok(back) if back.value > 0 => {
+                                        tracing::info!(
+                                            items = back.value,
+                                            "import: claims lost with the server are queued again"
+                                        );
+                                        shared.publish(&back, back.value as u64);
+                                    }
+                                    Ok(_) => {}
+                                    Err(e) => {
+                                        tracing::warn!(error = %e, "import: could not look for claims lost with the server")
+                                    }
+                                }
+                            }
                             // An origin that gave fewer than asked has nothing more queued for
                             // this desktop: look again only after a change.
                             for (origin, n) in asked {
@@ -243,6 +271,11 @@ fn reap(done: Result<(tokio::task::Id, ()), tokio::task::JoinError>, interactive
 }
 
 pub(crate) fn stop_for(shared: &Shared, error: &ImportError) {
+    if let Some(reason) = error.server_away() {
+        // Not a stop: the queue waits for the server and goes on by itself.
+        shared.hold_for_server(reason);
+        return;
+    }
     if error.code() == ErrorCode::DiskFull {
         // Not a stop: the queue waits for room and goes on by itself.
         tracing::warn!(error = %error, "import: the catalog's disk is full");

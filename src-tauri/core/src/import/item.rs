@@ -39,6 +39,15 @@ use crate::resilience::{BreakerState, NotPermitted, SlotPolicy};
 
 /// One item, from `preparing` to its outcome. A catalog failure stops the queue.
 pub(crate) async fn process(shared: Arc<Shared>, item: Claimed) {
+    // Listed by the driver when it claimed the item; off the list when this task ends, whichever
+    // way (aborted too).
+    struct Working<'a>(&'a Shared, ItemId);
+    impl Drop for Working<'_> {
+        fn drop(&mut self) {
+            lock(&self.0.working_on).remove(&self.1);
+        }
+    }
+    let _working = Working(&shared, item.id);
     let pipeline = shared.pipeline();
     if let Err(error) = work(&shared, &pipeline, &item).await {
         stop_for(&shared, &error);
@@ -183,12 +192,21 @@ async fn work(shared: &Arc<Shared>, pipeline: &Pipeline, item: &Claimed) -> Resu
     };
     let (prepared, now) = (prepared_row(&images, photo_id, phash, looks_like, more), shared.now());
     // A bulk item that read a barcode may join another product with the same one instead of
-    // being sent: it learns which before the call. The others mark and call at once.
+    // being sent: it learns which before the call. On a team catalog every item is marked before
+    // its call (one round trip): were the server to go away in between, the call would be paid
+    // for an item not marked `extracting`, and its answer could not be kept for a later run. The
+    // others mark and call at once.
     let may_join = item.origin == ItemOrigin::Import && !prepared.barcodes.is_empty();
+    let mark_first = may_join || shared.store.catalog().server().is_some();
     let mut prepared = Some(prepared);
-    if may_join {
+    if mark_first {
         let prepared = prepared.take().expect("not taken yet");
-        let moved = shared.counted(move |conn| store::mark_extracting(conn, id, &prepared, now)).await?;
+        let moved = shared
+            .until_written(|| {
+                let prepared = prepared.clone();
+                shared.counted(move |conn| store::mark_extracting(conn, id, &prepared, now))
+            })
+            .await?;
         if !marked(shared, id, &moved, phash, photo_id) {
             return Ok(());
         }
@@ -499,7 +517,24 @@ fn finish_error(error: &ExtractError, attempt: Option<crate::catalog::NewAttempt
 /// taken meanwhile) and the outcome, paid for already, is written then.
 async fn finish(shared: &Arc<Shared>, outcome: Finish) -> Result<(), ImportError> {
     let (id, to) = (outcome.id, outcome.to);
-    let counted = shared.until_written(|| shared.write_outcome(outcome.clone())).await?;
+    // While the team catalog's server is away the outcome waits in memory and in the spool (a
+    // restart meanwhile writes it from there).
+    let mut spooled = None;
+    let counted = shared
+        .until_written_keeping(
+            || shared.write_outcome(outcome.clone()),
+            |error| {
+                let away = error.server_away().is_some();
+                if let (true, None, Some(dir)) = (away, &spooled, &shared.options.spool_dir) {
+                    let desktop = shared.store.catalog().server().map(|s| s.desktop().to_string());
+                    spooled = super::spool::keep(dir, desktop.as_deref(), &outcome);
+                }
+            },
+        )
+        .await?;
+    if let Some(path) = spooled {
+        super::spool::written(&path);
+    }
     if counted.value {
         shared.item_changed(id, to, &counted);
     } else {

@@ -71,6 +71,7 @@ mod records;
 mod scan;
 mod shared;
 mod slots;
+mod spool;
 mod store;
 
 use std::path::{Path, PathBuf};
@@ -136,6 +137,9 @@ pub struct ImportOptions {
     /// The free space kept on the catalog's disk: below it, the queue takes no more photos (see
     /// [`crate::disk`]); its `dir` is the catalog's folder unless set.
     pub disk: crate::disk::DiskCheck,
+    /// Where answers paid for wait while the team catalog's server is away, so that a restart
+    /// meanwhile loses none (see `spool`); `None`: they wait in memory only.
+    pub spool_dir: Option<PathBuf>,
 }
 
 /// What to do after the queue stopped for a catalog failure: the window has a Resume button, a
@@ -200,6 +204,7 @@ impl Default for ImportOptions {
             worker_lock: None,
             stop_advice: StopAdvice::Resume,
             disk: crate::disk::DiskCheck::default(),
+            spool_dir: None,
         }
     }
 }
@@ -245,6 +250,17 @@ pub enum ImportError {
     Lock { path: PathBuf, source: std::io::Error },
     #[error("A background task ({what}) failed unexpectedly: {source}")]
     Task { what: &'static str, source: tokio::task::JoinError },
+}
+
+impl ImportError {
+    /// The team catalog's server cannot be reached now; the reason (see
+    /// [`CatalogError::server_away`]).
+    pub fn server_away(&self) -> Option<&str> {
+        match self {
+            Self::Catalog(e) => e.server_away(),
+            _ => None,
+        }
+    }
 }
 
 impl From<rusqlite::Error> for ImportError {
@@ -410,6 +426,9 @@ impl ImportQueue {
             tracing::warn!(error = %e, "import: could not read the batches");
         }
         let batches = tokio::spawn(batch::run(shared.clone()));
+        // Answers a previous run paid for and could not write (its server was away).
+        let replay = tokio::spawn(spool::replay(Arc::downgrade(shared)));
+        lock(&self.inner.tasks).push(replay.abort_handle());
         lock(&self.inner.tasks).extend([driver.abort_handle(), backfill.abort_handle(), batches.abort_handle()]);
         if on_server {
             let leases = tokio::spawn(tend_leases(Arc::downgrade(shared)));

@@ -98,6 +98,16 @@ pub enum ImportStatus {
         free_bytes: Option<u64>,
         message: String,
     },
+    /// The team catalog's server cannot be reached (since `since_unix_ms`): nothing is claimed,
+    /// the answers already paid for wait to be written, and the queue tries again at
+    /// `next_try_unix_ms` (backing off) and goes on by itself once the server is back.
+    WaitingServer {
+        #[ts(type = "number")]
+        since_unix_ms: i64,
+        #[ts(type = "number")]
+        next_try_unix_ms: i64,
+        message: String,
+    },
     /// Gemini's quota is used up; the queue waits for the server's retry delay (a per-day quota:
     /// until it resets, the next midnight Pacific time), then goes on.
     WaitingQuota {

@@ -33,6 +33,16 @@ const ENQUEUE_BATCH: usize = 64;
 const EVENT_CAPACITY: usize = 1024;
 /// How long to hold after the stack refused a call for its own limits (rate limiter, bulkhead).
 pub(crate) const THROTTLE_WAIT: Duration = Duration::from_secs(1);
+/// The pauses before trying a team catalog's server that went away again: doubling up to the
+/// most (a server restart takes seconds; a failover or a Wi-Fi drop can take minutes).
+const SERVER_RETRY_FIRST: Duration = Duration::from_millis(500);
+const SERVER_RETRY_MAX: Duration = Duration::from_secs(30);
+
+/// The pause before the next try at a server that is away, after `previous` (none: it just went
+/// away): doubling from [`SERVER_RETRY_FIRST`] up to [`SERVER_RETRY_MAX`].
+fn server_pause(previous: Option<Duration>) -> Duration {
+    previous.map_or(SERVER_RETRY_FIRST, |pause| (pause * 2).min(SERVER_RETRY_MAX))
+}
 
 /// What the driver, the item tasks and the handle share.
 pub(crate) struct Shared {
@@ -77,6 +87,12 @@ pub(crate) struct Shared {
     pub(crate) finishing: [AtomicUsize; 2],
     /// When the disk was last looked at, and whether it was too full then.
     pub(crate) disk_seen: Mutex<Option<(Instant, bool)>>,
+    /// Since when (unix ms) the team catalog's server has been away, and the next pause before
+    /// trying it again; `None` while it answers.
+    pub(crate) server_away: Mutex<Option<(i64, Duration)>>,
+    /// The items this process's tasks work on now (claimed, not yet finished): what a desktop's
+    /// leases should cover once its server is back.
+    pub(crate) working_on: Mutex<std::collections::HashSet<ItemId>>,
 }
 
 /// Held by an item task from the moment its call is answered to its end: the task only writes
@@ -158,6 +174,13 @@ pub(crate) enum Hold {
         until_unix_ms: i64,
         message: String,
     },
+    /// The team catalog's server cannot be reached: tried again at `wake_at`, backing off.
+    Server {
+        wake_at: Instant,
+        since_unix_ms: i64,
+        next_try_unix_ms: i64,
+        message: String,
+    },
     /// The catalog's disk is too full: until it has room again, looked at every `recheck`.
     Disk {
         wake_at: Instant,
@@ -199,6 +222,8 @@ impl Shared {
             batch: super::batch::BatchLane::default(),
             finishing: [AtomicUsize::new(0), AtomicUsize::new(0)],
             disk_seen: Mutex::new(None),
+            server_away: Mutex::new(None),
+            working_on: Mutex::new(std::collections::HashSet::new()),
         }
     }
 
@@ -399,10 +424,24 @@ impl Shared {
         self.store.counted(f, false).await
     }
 
-    /// Runs a write until it is done, waiting for room whenever the catalog's disk is full: the
-    /// queue holds meanwhile (no more photos are taken) and the write is tried again once the
-    /// hold clears. For what must not be lost: an answer paid for, an item's way back to the queue.
-    pub(crate) async fn until_written<T, Fut>(&self, mut write: impl FnMut() -> Fut) -> Result<T, ImportError>
+    /// Runs a write until it is done, waiting whenever the catalog's disk is full or the team
+    /// catalog's server is away: the queue holds meanwhile (no more photos are taken) and the
+    /// write is tried again once the hold clears. For what must not be lost: an answer paid for,
+    /// an item's way back to the queue.
+    pub(crate) async fn until_written<T, Fut>(&self, write: impl FnMut() -> Fut) -> Result<T, ImportError>
+    where
+        Fut: std::future::Future<Output = Result<T, ImportError>>,
+    {
+        self.until_written_keeping(write, |_| {}).await
+    }
+
+    /// [`Shared::until_written`], calling `before_waiting` with the error each time before the
+    /// queue waits (to keep what the write carries somewhere safer than memory meanwhile).
+    pub(crate) async fn until_written_keeping<T, Fut>(
+        &self,
+        mut write: impl FnMut() -> Fut,
+        mut before_waiting: impl FnMut(&ImportError),
+    ) -> Result<T, ImportError>
     where
         Fut: std::future::Future<Output = Result<T, ImportError>>,
     {
@@ -410,7 +449,13 @@ impl Shared {
             match write().await {
                 Err(e) if e.code() == ErrorCode::DiskFull => {
                     tracing::warn!(error = %e, "import: a write waits for room on the catalog's disk");
+                    before_waiting(&e);
                     self.hold_for_disk(None, super::driver::disk_full_message(self));
+                    self.wait_for_gate().await;
+                }
+                Err(e) if e.server_away().is_some() => {
+                    before_waiting(&e);
+                    self.hold_for_server(e.server_away().unwrap_or_default());
                     self.wait_for_gate().await;
                 }
                 done => return done,
@@ -505,6 +550,47 @@ impl Shared {
             }
             None => false,
         }
+    }
+
+    /// Holds the queue while the team catalog's server cannot be reached: it is tried again after
+    /// a pause that doubles up to [`SERVER_RETRY_MAX`] (the driver's next claim is the try), and
+    /// the queue goes on by itself once a statement goes through ([`Shared::server_back`]).
+    pub(crate) fn hold_for_server(&self, reason: &str) {
+        let now = self.now();
+        let (since, pause) = {
+            let mut away = lock(&self.server_away);
+            let (since, pause) = match *away {
+                Some((since, pause)) => (since, server_pause(Some(pause))),
+                None => {
+                    tracing::warn!(reason, "import: the team catalog's server cannot be reached; waiting for it");
+                    (now, server_pause(None))
+                }
+            };
+            *away = Some((since, pause));
+            (since, pause)
+        };
+        let next_try = now + i64::try_from(pause.as_millis()).unwrap_or(i64::MAX);
+        let message = format!(
+            "Waiting for the team catalog's server ({}). The import goes on by itself once it is back; the answers \
+             already paid for are written then.",
+            reason.trim().trim_end_matches('.')
+        );
+        self.hold(Hold::Server {
+            wake_at: Instant::now() + pause,
+            since_unix_ms: since,
+            next_try_unix_ms: next_try,
+            message,
+        });
+    }
+
+    /// A statement went through: a server that was away is back (the pause starts afresh next
+    /// time); true when it was away.
+    pub(crate) fn server_back(&self) -> bool {
+        let was_away = lock(&self.server_away).take().is_some();
+        if was_away {
+            tracing::info!("import: the team catalog's server is back");
+        }
+        was_away
     }
 
     /// Holds the queue until the disk has room again (looked at every `recheck`); the message
@@ -693,8 +779,29 @@ pub(crate) fn status_of(mode: Mode, hold: Option<&Hold>, p: &ImportProgress, in_
         (Some(Hold::Disk { free_bytes, message, .. }), Mode::Running) => {
             ImportStatus::PausedDisk { free_bytes: *free_bytes, message: message.clone() }
         }
+        (Some(Hold::Server { since_unix_ms, next_try_unix_ms, message, .. }), Mode::Running) => {
+            ImportStatus::WaitingServer {
+                since_unix_ms: *since_unix_ms,
+                next_try_unix_ms: *next_try_unix_ms,
+                message: message.clone(),
+            }
+        }
         (None, Mode::Running) if p.counts.active() > 0 || in_flight > 0 => ImportStatus::Running,
         (None, Mode::Running) if p.total == 0 => ImportStatus::Idle,
         (None, Mode::Running) => ImportStatus::Finished,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_that_stays_away_is_tried_again_after_doubling_pauses_up_to_30_s() {
+        let pauses: Vec<u64> = std::iter::successors(Some(server_pause(None)), |p| Some(server_pause(Some(*p))))
+            .take(9)
+            .map(|p| u64::try_from(p.as_millis()).unwrap())
+            .collect();
+        assert_eq!(pauses, [500, 1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000, 30_000]);
     }
 }

@@ -102,7 +102,7 @@ pub(crate) struct MorePhoto {
 }
 
 /// How an item leaves `preparing` or `extracting`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Finish {
     pub id: ItemId,
     pub from: ItemState,
@@ -760,8 +760,21 @@ pub(crate) fn mark_extracting(
             )?;
         }
     }
+    // Already `extracting` under this desktop's lease with these photos: this same mark went
+    // through before and its answer was lost on the way back (a server that went away as it
+    // committed), and the write was tried again.
+    let marked_before = changed == 0
+        && tx
+            .query_row(
+                "SELECT 1 FROM import_items
+                 WHERE id = ?1 AND state = 'extracting' AND photo_id = ?2 AND lease_owner IS NOT DISTINCT FROM ?3",
+                params![id, photo_id, tx.desktop()],
+                |_| Ok(()),
+            )
+            .optional()?
+            .is_some();
     tx.commit()?;
-    Ok(if changed == 1 { Marked::Extracting } else { Marked::Moved })
+    Ok(if changed == 1 || marked_before { Marked::Extracting } else { Marked::Moved })
 }
 
 /// Another bulk item whose photos read one of `keys` (GTIN keys), not yet saved, with room for
@@ -894,6 +907,31 @@ pub(crate) struct PreparedRow {
 /// The attempt is kept even when the item had moved meanwhile (the audit trail has every call);
 /// the item is then left alone and this returns false.
 pub(crate) fn finish(conn: &Db<'_>, f: &Finish, now: i64) -> Result<bool, ImportError> {
+    write_finish(conn, f, now, Guard::Worker)
+}
+
+/// An outcome written after this desktop's process that paid for it is gone (a restart while the
+/// team catalog's server was away, the answer kept in the spool): the attempt is recorded (once),
+/// and the item takes the outcome unless another desktop holds it now under a live lease, or it
+/// is past waiting (ready, saved, failed, skipped) already.
+pub(crate) fn finish_spooled(
+    conn: &Db<'_>,
+    f: &Finish,
+    spooled_by: Option<&str>,
+    now: i64,
+) -> Result<bool, ImportError> {
+    write_finish(conn, f, now, Guard::Spooled(spooled_by))
+}
+
+/// Which item a [`Finish`] may change.
+enum Guard<'a> {
+    /// The worker that holds the item: in the state it knew, under its own lease.
+    Worker,
+    /// The spool's: any waiting item that no other live lease holds.
+    Spooled(Option<&'a str>),
+}
+
+fn write_finish(conn: &Db<'_>, f: &Finish, now: i64, guard: Guard<'_>) -> Result<bool, ImportError> {
     let (proposal_json, flags_json, flag_count) = match &f.proposal {
         Some((product, flags)) => {
             (Some(serde_json::to_string(product)?), Some(serde_json::to_string(flags)?), flags.len() as i64)
@@ -901,12 +939,31 @@ pub(crate) fn finish(conn: &Db<'_>, f: &Finish, now: i64) -> Result<bool, Import
         None => (None, None, 0),
     };
     let tx = conn.transaction()?;
-    let attempt_id = f.attempt.as_ref().map(|a| catalog_tx::record_attempt(&tx, a)).transpose()?;
+    let attempt_id = f.attempt.as_ref().map(|a| catalog_tx::record_attempt_once(&tx, a)).transpose()?;
     if let (Some(attempt), Some(batch)) = (attempt_id, &f.batch_name) {
         catalog_tx::mark_batch_attempt(&tx, attempt, batch)?;
     }
+    let lease_clock = match tx.dialect() {
+        Dialect::Sqlite => "?11",
+        Dialect::Postgres => "pe_now_ms()",
+    };
+    let (condition, holder) = match guard {
+        Guard::Worker => (
+            "state = ?2 AND (?2 NOT IN ('preparing', 'extracting') OR lease_owner IS NOT DISTINCT FROM ?12)"
+                .to_string(),
+            tx.desktop().map(str::to_owned),
+        ),
+        Guard::Spooled(by) => (
+            format!(
+                "state IN ('queued', 'preparing', 'extracting') AND CAST(?2 AS TEXT) IS NOT NULL
+                 AND (state = 'queued' OR lease_owner IS NULL OR lease_owner = ?12 OR lease_until < {lease_clock})"
+            ),
+            by.map(str::to_owned),
+        ),
+    };
     let changed = tx.execute(
-        "UPDATE import_items
+        &format!(
+            "UPDATE import_items
          SET state = ?3,
              attempts = attempts + ?4,
              attempt_id = coalesce(?5, attempt_id),
@@ -919,8 +976,8 @@ pub(crate) fn finish(conn: &Db<'_>, f: &Finish, now: i64) -> Result<bool, Import
              batch_id = CASE WHEN ?3 = 'queued' THEN NULL ELSE batch_id END,
              lease_owner = CASE WHEN ?3 IN ('preparing', 'extracting') THEN lease_owner END,
              lease_until = CASE WHEN ?3 IN ('preparing', 'extracting') THEN lease_until END
-         WHERE id = ?1 AND state = ?2
-           AND (?2 NOT IN ('preparing', 'extracting') OR lease_owner IS NOT DISTINCT FROM ?12)",
+         WHERE id = ?1 AND {condition}"
+        ),
         params![
             f.id,
             f.from.as_str(),
@@ -933,11 +990,26 @@ pub(crate) fn finish(conn: &Db<'_>, f: &Finish, now: i64) -> Result<bool, Import
             f.error.as_ref().map(|e| e.0.as_str()),
             f.error.as_ref().map(|e| e.1.as_str()),
             now,
-            tx.desktop()
+            holder
         ],
     )?;
     tx.commit()?;
     Ok(changed == 1)
+}
+
+/// This desktop's items that none of its tasks works on (`working`: those they do) back to
+/// `queued`: claims whose answer was lost with a server that went away as they committed.
+pub(crate) fn requeue_orphans(conn: &Db<'_>, working: &[ItemId], now: i64) -> Result<usize, ImportError> {
+    let Some(desktop) = conn.desktop() else { return Ok(0) };
+    let working = working.iter().map(ItemId::to_string).collect::<Vec<_>>().join(", ");
+    let not_working = if working.is_empty() { String::new() } else { format!("AND id NOT IN ({working})") };
+    Ok(conn.execute(
+        &format!(
+            "UPDATE import_items SET state = 'queued', updated_at = ?2, lease_owner = NULL, lease_until = NULL
+             WHERE lease_owner = ?1 AND state IN ('preparing', 'extracting') {not_working}"
+        ),
+        params![desktop, now],
+    )?)
 }
 
 /// One item a worker gave up on (its catalog write failed) back to `queued`.

@@ -46,6 +46,8 @@ pub struct FaultServer {
     addr: SocketAddr,
     body_bytes_written: Arc<AtomicU64>,
     requests: Arc<AtomicUsize>,
+    /// Connections whose serving ended (finished, or the client went away), watched.
+    ended: tokio::sync::watch::Sender<usize>,
     task: JoinHandle<()>,
 }
 
@@ -62,15 +64,18 @@ impl FaultServer {
         let body_bytes_written = Arc::new(AtomicU64::new(0));
         let requests = Arc::new(AtomicUsize::new(0));
         let (written, count) = (body_bytes_written.clone(), requests.clone());
+        let ended = tokio::sync::watch::channel(0usize).0;
+        let ending = ended.clone();
         let task = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                let (fault, written, count) = (fault.clone(), written.clone(), count.clone());
+                let (fault, written, count, ending) = (fault.clone(), written.clone(), count.clone(), ending.clone());
                 tokio::spawn(async move {
                     let _ = serve(stream, fault, &written, &count).await;
+                    ending.send_modify(|n| *n += 1);
                 });
             }
         });
-        Self { addr, body_bytes_written, requests, task }
+        Self { addr, body_bytes_written, requests, ended, task }
     }
 
     /// A base URL for the client.
@@ -81,6 +86,13 @@ impl FaultServer {
     /// Body bytes the kernel accepted from the server (sent or in a socket buffer), all connections.
     pub fn body_bytes_written(&self) -> u64 {
         self.body_bytes_written.load(Ordering::Relaxed)
+    }
+
+    /// Waits until `n` connections have ended (the server stopped writing to them: they finished,
+    /// or a write failed because the client went away).
+    pub async fn connections_ended(&self, n: usize) {
+        let mut ended = self.ended.subscribe();
+        let _ = ended.wait_for(|done| *done >= n).await;
     }
 
     /// Requests read so far.

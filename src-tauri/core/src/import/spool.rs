@@ -1,0 +1,139 @@
+//! Answers paid for that could not be written yet (issue 26): while the team catalog's server is
+//! away, an item's outcome waits in memory for it to come back — and, so that a restart in the
+//! meantime loses nothing either, in a small spool in the data dir (`ImportOptions::spool_dir`):
+//! one JSON file per outcome, written before the queue waits, removed once the outcome is in the
+//! catalog. The next run writes what it finds there (`store::finish_spooled`) as soon as the
+//! server answers.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::records::ItemState;
+use super::shared::Shared;
+use super::store::{self, Finish};
+
+/// A spooled outcome, and which desktop (process) paid for it.
+#[derive(Debug, Serialize, Deserialize)]
+struct Spooled {
+    desktop: Option<String>,
+    finish: Finish,
+}
+
+/// Keeps `finish` in the spool; the file to remove once it is written. `None` (logged) when the
+/// spool cannot be written: the outcome still waits in memory.
+pub(crate) fn keep(dir: &Path, desktop: Option<&str>, finish: &Finish) -> Option<PathBuf> {
+    let started = finish.attempt.as_ref().map_or(0, |a| a.started_at);
+    let path = dir.join(format!("item-{}-{started}.json", finish.id));
+    let written = (|| -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        let spooled = Spooled { desktop: desktop.map(str::to_owned), finish: finish.clone() };
+        let json = serde_json::to_vec(&spooled).map_err(std::io::Error::other)?;
+        let mut file = tempfile::NamedTempFile::new_in(dir)?;
+        std::io::Write::write_all(&mut file, &json)?;
+        file.as_file().sync_all()?;
+        file.persist(&path).map_err(|e| e.error)?;
+        Ok(())
+    })();
+    match written {
+        Ok(()) => Some(path),
+        Err(e) => {
+            tracing::warn!(dir = %dir.display(), error = %e, "import: an answer could not be kept in the spool");
+            None
+        }
+    }
+}
+
+/// The outcome in `path` is in the catalog now.
+pub(crate) fn written(path: &Path) {
+    if let Err(e) = std::fs::remove_file(path) {
+        tracing::warn!(path = %path.display(), error = %e, "import: a spooled answer stays on disk");
+    }
+}
+
+/// Writes what a previous run left in the spool, trying again (backing off) while the server is
+/// away; ends when the spool is empty. Holds the queue weakly.
+pub(crate) async fn replay(shared: std::sync::Weak<Shared>) {
+    let mut pause = Duration::from_millis(500);
+    loop {
+        let Some(shared) = shared.upgrade() else { return };
+        let Some(dir) = shared.options.spool_dir.clone() else { return };
+        let pending = match tokio::task::spawn_blocking(move || entries(&dir)).await {
+            Ok(pending) => pending,
+            Err(_) => return,
+        };
+        if pending.is_empty() {
+            return;
+        }
+        let mut away = false;
+        for (path, spooled) in pending {
+            let (id, to, now) = (spooled.finish.id, spooled.finish.to, shared.now());
+            let written = shared
+                .counted(move |conn| store::finish_spooled(conn, &spooled.finish, spooled.desktop.as_deref(), now))
+                .await;
+            match written {
+                Ok(counted) => {
+                    tracing::info!(item = id, "import: an answer kept in the spool is written");
+                    written_then(&shared, &path, id, to, &counted);
+                }
+                Err(e) if e.server_away().is_some() => {
+                    away = true;
+                    break;
+                }
+                Err(e) => {
+                    tracing::warn!(item = id, error = %e, "import: a spooled answer cannot be written; it is set aside");
+                    set_aside(&path);
+                }
+            }
+        }
+        drop(shared);
+        if away {
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(30));
+        }
+    }
+}
+
+fn written_then(shared: &Arc<Shared>, path: &Path, id: super::ItemId, to: ItemState, counted: &store::Counted<bool>) {
+    written(path);
+    if counted.value {
+        shared.item_changed(id, to, counted);
+    } else {
+        shared.publish(counted, 0);
+    }
+}
+
+/// A spooled file this version cannot read or write stays, renamed, for a person to look at.
+fn set_aside(path: &Path) {
+    let mut aside = path.as_os_str().to_owned();
+    aside.push(".unwritable");
+    if let Err(e) = std::fs::rename(path, PathBuf::from(aside)) {
+        tracing::warn!(path = %path.display(), error = %e, "import: a spooled answer could not be set aside");
+    }
+}
+
+/// The spool's outcomes, oldest file name first.
+fn entries(dir: &Path) -> Vec<(PathBuf, Spooled)> {
+    let Ok(read) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut paths: Vec<PathBuf> =
+        read.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .filter_map(|path| {
+            let parsed = std::fs::read(&path)
+                .map_err(|e| e.to_string())
+                .and_then(|bytes| serde_json::from_slice::<Spooled>(&bytes).map_err(|e| e.to_string()));
+            match parsed {
+                Ok(spooled) => Some((path, spooled)),
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e, "import: a spooled answer cannot be read");
+                    set_aside(&path);
+                    None
+                }
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,15 @@
+// A team catalog's server that cannot be reached: what the window says (the banner, the catalog
+// view) while it is away. The backend sends `catalog://server` when it goes away and when it is
+// back.
+import type { CatalogServer } from "../bindings/CatalogServer";
+
+function clock(ms: number, locale?: string, timeZone?: string): string {
+  return new Intl.DateTimeFormat(locale, { hour: "2-digit", minute: "2-digit", timeZone }).format(new Date(ms));
+}
+
+/** The banner's words while the server is away; null while it answers. */
+export function serverAwayText(server: CatalogServer | null, locale?: string, timeZone?: string): string | null {
+  if (server === null || server.away_since_ms === null) return null;
+  const why = server.reason ? ` (${server.reason})` : "";
+  return `The team catalog's server cannot be reached since ${clock(server.away_since_ms, locale, timeZone)}${why}. Imports wait and go on by themselves once it is back; what is shown is what was read before.`;
+}
