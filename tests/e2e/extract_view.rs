@@ -8,12 +8,12 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fake_gemini::{Behavior, FakeGemini, FakeOptions};
-use fantoccini::{Client, Locator};
+use fantoccini::Locator;
 use serde_json::json;
 
 use super::{
     app_command, connect, drop_files, pairs, products_on, screenshot, start_driver, thumbnails_load, wait_for,
-    wait_text, App, Backend,
+    wait_gone, wait_text, App, Backend,
 };
 
 /// A test of `scenario` on each backend: `$sqlite` on this computer's catalog file with ports from
@@ -86,15 +86,6 @@ fn card(file: &str) -> String {
 
 fn card_in(status: &str, file: &str) -> String {
     format!(r#"[data-testid="job-card"][data-status="{status}"][data-file="{file}"]"#)
-}
-
-/// Waits until no element matches `css`.
-async fn wait_gone(c: &Client, css: &str, timeout: Duration) {
-    let deadline = Instant::now() + timeout;
-    while c.find(Locator::Css(css)).await.is_ok() {
-        assert!(Instant::now() < deadline, "{css} is still there after {timeout:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// A newcomer's first minutes: no key, demo mode, a dropped photo and a broken one, review, save,

@@ -199,6 +199,15 @@ async fn wait_text(c: &Client, css: &str, needle: &str, timeout: Duration) -> St
     }
 }
 
+/// Waits until no element matches `css`.
+async fn wait_gone(c: &Client, css: &str, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    while c.find(Locator::Css(css)).await.is_ok() {
+        assert!(Instant::now() < deadline, "{css} is still there after {timeout:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Whether the text of an element matching `css` comes to contain `needle` within `timeout`.
 async fn shows_text(c: &Client, css: &str, needle: &str, timeout: Duration) -> bool {
     let deadline = Instant::now() + timeout;
@@ -598,7 +607,50 @@ async fn a_team_catalog_shows_what_another_desktop_saves() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     screenshot(&c, "team-2-import-by-desktop").await;
+
+    // The server goes away: a banner says since when and for how long, the Products view keeps its
+    // rows (read-only) and says so, and the Import view waits; once it is back, all goes on.
+    let outage = Outage::begin();
+    let banner = wait_text(&c, "#server-away", "cannot be reached since", long).await;
+    assert!(banner.contains("Imports wait"), "{banner}");
+    wait_text(&c, "#import-status", "Waiting for the team catalog", long).await;
+    wait_for(&c, "#nav-products", long).await.click().await.unwrap();
+    wait_for(&c, "#catalog-server-away", long).await;
+    wait_text(&c, r#"[data-testid="product-row"]"#, "Oat Drink (bob's edit)", long).await;
+    wait_text(&c, "#server-away", "for ", long).await;
+    screenshot(&c, "team-3-server-away").await;
+    drop(outage);
+    wait_gone(&c, "#server-away", Duration::from_secs(60)).await;
+    wait_gone(&c, "#catalog-server-away", long).await;
+    // Live again: bob's next save shows.
+    edit(2, 2, "Oat Drink, after the outage").await;
+    wait_text(&c, r#"[data-testid="product-row"]"#, "Oat Drink, after the outage", long).await;
     c.close().await.unwrap();
+}
+
+/// The throwaway PostgreSQL server (`scripts/with-postgres`) stopped until this is dropped: it is
+/// started again also when the test fails, so the tests after it have their server.
+struct Outage(String);
+
+impl Outage {
+    fn begin() -> Self {
+        let script = std::env::var("PRODUCT_EXTRACTOR_TEST_PG_SERVER")
+            .expect("PRODUCT_EXTRACTOR_TEST_PG_SERVER (scripts/with-postgres) stops and starts the test server");
+        let outage = Outage(script);
+        outage.run("stop");
+        outage
+    }
+
+    fn run(&self, what: &str) {
+        let status = std::process::Command::new(&self.0).arg(what).status().unwrap();
+        assert!(status.success(), "{} {what}: {status:?}", self.0);
+    }
+}
+
+impl Drop for Outage {
+    fn drop(&mut self) {
+        self.run("start");
+    }
 }
 
 /// Another desktop of a team, in this process: an import queue on the server under its own name,

@@ -707,7 +707,8 @@ impl QueueLock {
 }
 
 /// On a shared queue: renews this desktop's leases every third of a lease, and puts the items of
-/// dead desktops back in the queue (then wakes the driver). Holds the queue weakly.
+/// dead desktops back in the queue (then wakes the driver); a server that does not answer holds
+/// the queue ([`Shared::hold_for_server`]). Holds the queue weakly.
 async fn tend_leases(shared: Weak<Shared>) {
     loop {
         let Some(lease) = shared.upgrade().map(|s| s.options.lease) else { return };
@@ -721,6 +722,9 @@ async fn tend_leases(shared: Weak<Shared>) {
                 shared.kick();
             }
             Ok(_) => {}
+            // The server is away: the queue waits for it (and says so) even while every slot is
+            // busy with a long call and nothing else would have noticed.
+            Err(e) if e.server_away().is_some() => shared.hold_for_server(e.server_away().unwrap_or_default()),
             Err(e) => tracing::warn!(error = %e, "import: could not renew this desktop's leases"),
         }
     }
