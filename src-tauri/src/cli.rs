@@ -284,8 +284,10 @@ pub fn run(global: &Global, command: Command) -> i32 {
     if let Some(url) = server {
         // The team catalog: connected (and migrated) before anything else.
         let keyring = crate::secrets::Keyring::from_env(&*process_env());
-        let catalog =
-            runtime.block_on(async { crate::team::Login::read(&keyring, &url, process_env()).await.open(&url).await });
+        let data_dir = global.paths().data_dir;
+        let catalog = runtime.block_on(async {
+            crate::team::Login::read(&keyring, &url, process_env()).await.in_data_dir(&data_dir).open(&url).await
+        });
         let state = match catalog
             .map_err(ErrorReport::from)
             .and_then(|c| AppState::open_on(global.paths(), process_env(), c))

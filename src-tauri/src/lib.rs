@@ -137,7 +137,7 @@ fn run_window(global: &cli::Global, open: Vec<PathBuf>) -> i32 {
         Some(url) => {
             let keyring = secrets::Keyring::from_env(&*process_env());
             tauri::async_runtime::block_on(async {
-                team::Login::read(&keyring, &url, process_env()).await.open(&url).await
+                team::Login::read(&keyring, &url, process_env()).await.in_data_dir(&paths.data_dir).open(&url).await
             })
             .map_err(pe_core::ErrorReport::from)
             .and_then(|catalog| AppState::open_on(paths, process_env(), catalog))

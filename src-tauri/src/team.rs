@@ -3,11 +3,10 @@
 //! (`pe_core::catalog::server::resolve`'s order). The keyring may block on D-Bus, so the saved
 //! password is read on the blocking pool before connecting.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use pe_core::catalog::server::{
-    resolve, CatalogUrl, Credentials, PasswordSource, ServerCatalog, ServerError, ServerUrl,
-};
+use pe_core::catalog::desktop_key::DesktopKey;
+use pe_core::catalog::server::{resolve, Credentials, PasswordSource, ServerCatalog, ServerError, ServerUrl};
 use pe_core::catalog::{Catalog, CatalogError};
 
 use crate::secrets::Keyring;
@@ -20,6 +19,9 @@ pub struct Login {
     home: Option<PathBuf>,
     /// The saved password's key (`user@host:port/db`) and the password.
     saved: Option<(String, String)>,
+    /// The data dir whose `desktop.key` tags the paths this desktop queues (see
+    /// `pe_core::catalog::desktop_key`); without one, a connection trusts only its own rows.
+    data_dir: Option<PathBuf>,
 }
 
 impl Login {
@@ -44,7 +46,13 @@ impl Login {
                 None
             }
         };
-        Self { env, home, saved }
+        Self { env, home, saved, data_dir: None }
+    }
+
+    /// Connections made with this login queue and open paths as the desktop of `data_dir`.
+    pub fn in_data_dir(mut self, data_dir: &Path) -> Self {
+        self.data_dir = Some(data_dir.to_path_buf());
+        self
     }
 
     fn saved_for(&self, key: &str) -> Option<String> {
@@ -55,14 +63,25 @@ impl Login {
     pub async fn connect(&self, url: &ServerUrl) -> Result<ServerCatalog, ServerError> {
         let saved = |key: &str| self.saved_for(key);
         let credentials = Credentials { env: &*self.env, home: self.home.as_deref(), saved: Some(&saved) };
-        ServerCatalog::connect_using(url, &credentials).await
+        let server = ServerCatalog::connect_using(url, &credentials).await?;
+        Ok(match &self.data_dir {
+            Some(dir) => match DesktopKey::load_or_create(dir) {
+                Ok(key) => server.with_desktop_key(key),
+                Err(e) => {
+                    // The queue still works: this process trusts the rows it queues itself.
+                    tracing::warn!(error = %e, "no desktop key: photos queued before this run will be refused");
+                    server
+                }
+            },
+            None => server,
+        })
     }
 
     /// Opens the catalog on the server: connected and migrated.
     pub async fn open(&self, url: &ServerUrl) -> Result<Catalog, CatalogError> {
-        let saved = |key: &str| self.saved_for(key);
-        let credentials = Credentials { env: &*self.env, home: self.home.as_deref(), saved: Some(&saved) };
-        Catalog::open_url_using(&CatalogUrl::Server(url.clone()), &credentials).await
+        let server = self.connect(url).await?;
+        server.migrate().await?;
+        Ok(Catalog::on_server(server))
     }
 
     /// Where the password for `url` would come from now (`None`: nowhere).

@@ -659,7 +659,9 @@ async fn team_desktop(url: &str, name: &str, base_url: &str) -> pe_core::import:
     use pe_core::catalog::server::{ServerCatalog, ServerUrl};
     let no_env = |_: &str| None;
     let server = ServerCatalog::connect_with(&ServerUrl::parse(url).unwrap(), &no_env, None).await.unwrap();
-    let catalog = pe_core::catalog::Catalog::on_server(server.with_desktop(name));
+    let key =
+        pe_core::catalog::desktop_key::DesktopKey::from_secret(pe_core::catalog::server::desktop_host(name).as_bytes());
+    let catalog = pe_core::catalog::Catalog::on_server(server.with_desktop(name).with_desktop_key(key));
     let config = pe_core::config::GeminiConfig {
         base_url: base_url.into(),
         api_key: pe_core::config::ApiKey::new("test-key"),

@@ -33,6 +33,7 @@
 //! max_photos_per_product = 6   # a larger group is split (and the review says so)
 //! min_free_disk_bytes = 1073741824  # the import pauses below the smaller of this and
 //! min_free_disk_percent = 5.0       # this share of the catalog's disk
+//! follow_links_outside = false      # a link in a dropped folder to a file outside it is skipped
 //!
 //! [circuit_breaker]        # and [bulkhead], [time_limiter], [retry], [rate_limiter]:
 //! wait_duration_in_open_state = "15s"   # the resilience stack's sections, see `resilience`
@@ -117,6 +118,10 @@ pub struct ImportConfig {
     #[ts(type = "number")]
     pub min_free_disk_bytes: u64,
     pub min_free_disk_percent: f64,
+    /// A link (symlink) in a dropped folder that leads outside the folder is followed; by
+    /// default it is listed as skipped: a shared folder must not make the app read, send and
+    /// store files elsewhere on this computer.
+    pub follow_links_outside: bool,
 }
 
 /// The most photos one product's request may carry (`[import] max_photos_per_product`): ~1,000
@@ -135,6 +140,7 @@ impl Config {
                 min_free_percent: self.import.min_free_disk_percent,
                 ..crate::disk::DiskCheck::default()
             },
+            follow_links_outside: self.import.follow_links_outside,
             ..crate::import::ImportOptions::default()
         }
     }
@@ -154,6 +160,7 @@ impl Default for ImportConfig {
             max_photos_per_product: DEFAULT_MAX_PHOTOS_PER_PRODUCT,
             min_free_disk_bytes: crate::disk::DEFAULT_MIN_FREE_BYTES,
             min_free_disk_percent: crate::disk::DEFAULT_MIN_FREE_PERCENT,
+            follow_links_outside: false,
         }
     }
 }

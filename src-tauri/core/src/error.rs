@@ -80,6 +80,13 @@ pub enum ErrorCode {
     /// The disk holding the catalog is full, or below the free space the queue keeps
     /// (`[import] min_free_disk_bytes` / `min_free_disk_percent`): free some space.
     DiskFull,
+    /// A team catalog's queue row names a file on this computer that this desktop did not queue
+    /// (no tag of its own): the file was not opened. Whoever can write to the shared database
+    /// could have added it; drop the photo again if it is yours.
+    NotQueuedHere,
+    /// The photo was waiting in the queue of a restored backup: a restore queues nothing by
+    /// itself. Retry it to send it.
+    Restored,
 }
 
 impl ErrorCode {
@@ -116,6 +123,8 @@ impl ErrorCode {
             Self::BatchEnded => "batch_ended",
             Self::Regrouped => "regrouped",
             Self::DiskFull => "disk_full",
+            Self::NotQueuedHere => "not_queued_here",
+            Self::Restored => "restored",
         }
     }
 }
@@ -232,6 +241,8 @@ mod tests {
             ErrorCode::Conflict,
             ErrorCode::Io,
             ErrorCode::DiskFull,
+            ErrorCode::NotQueuedHere,
+            ErrorCode::Restored,
         ] {
             assert_eq!(serde_json::to_value(code).unwrap(), serde_json::json!(code.as_str()));
         }

@@ -62,6 +62,13 @@ pub enum ExtractError {
         "{file} has changed since it was added (its content is not the photo's any more); add it again as a new photo"
     )]
     PhotoChanged { file: String },
+    /// A team catalog's row names a file on this computer that this desktop did not queue: the
+    /// path is not opened (anyone who can write to the shared database could have named any file).
+    /// The file is not named either, so the message says nothing of what exists on this disk.
+    #[error(
+        "refused: this photo was not queued by this desktop (the team catalog's row carries no tag of this computer's), so its file was not opened; drop the photo again if it is yours"
+    )]
+    NotQueuedHere,
     #[error(transparent)]
     Gemini(#[from] GeminiError),
     #[error(transparent)]
@@ -122,6 +129,7 @@ impl Coded for ExtractError {
             Self::Intake(e) => e.code(),
             Self::ProductPhoto { source, .. } => source.code(),
             Self::PhotoChanged { .. } => ErrorCode::Io,
+            Self::NotQueuedHere => ErrorCode::NotQueuedHere,
             Self::Gemini(e) => e.code(),
             Self::Catalog(e) => e.code(),
             Self::CircuitOpen(..) => ErrorCode::CircuitOpen,

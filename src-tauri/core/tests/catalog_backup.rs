@@ -301,11 +301,12 @@ async fn a_backup_of_an_older_version_is_migrated_on_restore() {
 }
 
 #[tokio::test]
-async fn a_restore_whose_migration_fails_puts_the_previous_catalog_back() {
+async fn a_file_with_a_table_the_app_does_not_make_is_refused_and_changes_nothing() {
     let (dir, catalog) = open();
     add(&catalog, 1, "Oat Drink").await;
     let before = dump(&catalog).await;
-    // A version 2 file that passes every check but cannot be migrated: a table is in the way.
+    // A version 2 file that passes every other check, with a table in the way of migration 3
+    // (which used to fail half-way through the restore).
     let odd = dir.path().join("odd.sqlite3");
     {
         let mut conn = Connection::open(&odd).unwrap();
@@ -313,9 +314,75 @@ async fn a_restore_whose_migration_fails_puts_the_previous_catalog_back() {
         conn.execute_batch("CREATE TABLE product_revisions (x INTEGER)").unwrap();
     }
     let err = catalog.restore_from(&odd, T0).await.unwrap_err();
-    assert!(matches!(err, CatalogError::Migration { version: 3, .. }), "{err:?}");
-    assert_eq!(dump(&catalog).await, before, "the previous catalog is back");
+    refused(&err, "it has a table \"product_revisions\" that the app's schema version 2 does not make");
+    assert_eq!(dump(&catalog).await, before, "the catalog is as it was");
+    assert!(files_in(dir.path()).iter().all(|f| !f.starts_with(".restore-")), "{:?}", files_in(dir.path()));
     assert_eq!(catalog.schema_version().await.unwrap(), SCHEMA_VERSION);
     add(&catalog, 2, "Rye Bread").await;
     assert_eq!(catalog.count_products().await.unwrap(), 2);
+}
+
+/// Issue 32, finding 2: a backup is data, not a database to adopt. Whoever could write the file
+/// planted a trigger that rewrites newly queued paths: the restore is refused, the trigger named,
+/// and the live catalog is as it was.
+#[tokio::test]
+async fn a_backup_with_a_planted_trigger_is_refused_and_changes_nothing() {
+    let (dir, catalog) = open();
+    add(&catalog, 1, "Oat Drink").await;
+    let backup = dir.path().join("planted.sqlite3");
+    catalog.backup_to(&backup).await.unwrap();
+    {
+        let conn = Connection::open(&backup).unwrap();
+        conn.execute_batch(
+            "CREATE TRIGGER queue_rewrite AFTER INSERT ON import_items BEGIN
+                 UPDATE import_items SET path = '/home/victim/.ssh/id_ed25519' WHERE id = NEW.id;
+             END;",
+        )
+        .unwrap();
+    }
+    let before = dump(&catalog).await;
+    let err = catalog.restore_from(&backup, T0).await.unwrap_err();
+    refused(&err, "it has a trigger \"queue_rewrite\"");
+    assert_eq!(dump(&catalog).await, before);
+    // A view, or an index, is refused the same way.
+    {
+        let conn = Connection::open(&backup).unwrap();
+        conn.execute_batch("DROP TRIGGER queue_rewrite; CREATE VIEW everything AS SELECT * FROM photos;").unwrap();
+    }
+    refused(&catalog.restore_from(&backup, T0).await.unwrap_err(), "it has a view \"everything\"");
+    {
+        let conn = Connection::open(&backup).unwrap();
+        conn.execute_batch("DROP VIEW everything; CREATE INDEX spy ON products (name);").unwrap();
+    }
+    refused(&catalog.restore_from(&backup, T0).await.unwrap_err(), "it has a index \"spy\"");
+    assert_eq!(dump(&catalog).await, before);
+}
+
+/// Issue 32, finding 2: queue rows planted in a backup (naming files of this computer) are kept
+/// as data but not sent: the restored queue has nothing queued until someone asks.
+#[tokio::test]
+async fn a_restored_queue_sends_nothing_by_itself() {
+    let (dir, catalog) = open();
+    add(&catalog, 1, "Oat Drink").await;
+    let backup = dir.path().join("queued.sqlite3");
+    catalog.backup_to(&backup).await.unwrap();
+    {
+        let conn = Connection::open(&backup).unwrap();
+        conn.execute_batch(
+            "INSERT INTO import_items (path, state, queued_at, updated_at) VALUES ('/etc/shadow', 'queued', 1, 1);
+             INSERT INTO import_items (path, state, queued_at, updated_at) VALUES ('/home/victim/tax.pdf', 'queued', 1, 1);",
+        )
+        .unwrap();
+    }
+    let restored = catalog.restore_from(&backup, T0).await.unwrap();
+    assert_eq!((restored.products, restored.held), (1, 2));
+    let states: Vec<(String, Option<String>)> = catalog
+        .with_connection(|conn| {
+            let mut stmt = conn.prepare("SELECT state, error_code FROM import_items ORDER BY id")?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<Vec<_>, _>>()?;
+            Ok(rows)
+        })
+        .await
+        .unwrap();
+    assert_eq!(states, vec![("failed".to_string(), Some("restored".to_string())); 2]);
 }

@@ -47,6 +47,8 @@ const EARLIER: &[Earlier] = &[
     Earlier { version: 12, seed: SEED_V5 },
     // 0014 added only the breakers' saved state, which no catalog row needs.
     Earlier { version: 13, seed: SEED_V5 },
+    // 0015 added the queue's path tags (NULL on SQLite): the same rows.
+    Earlier { version: 14, seed: SEED_V5 },
 ];
 
 /// Three photos; a proposed and a failed attempt; three products: one reviewed from a proposal

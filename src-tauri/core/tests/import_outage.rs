@@ -61,7 +61,11 @@ impl Desktop {
     async fn queue(&self, name: &str, lease: Duration) -> ImportQueue {
         let server = ServerCatalog::connect_with(&ServerUrl::parse(&self.url).unwrap(), &no_env, None).await.unwrap();
         server.migrate().await.unwrap();
-        let catalog = Catalog::on_server(server.with_desktop(name));
+        // A desktop's key lives in its data dir: the same computer started again has the same one.
+        let key = pe_core::catalog::desktop_key::DesktopKey::from_secret(
+            pe_core::catalog::server::desktop_host(name).as_bytes(),
+        );
+        let catalog = Catalog::on_server(server.with_desktop(name).with_desktop_key(key));
         let config = GeminiConfig {
             base_url: self.fake.base_url(),
             api_key: ApiKey::new("test-key"),

@@ -4,9 +4,10 @@
 //! pool under its own desktop name (`user@host #pid`); two hosts are played in one process.
 //!
 //! What must hold across desktops: each photo is sent once, whoever queued it and however many
-//! queue it; a desktop that dies leaves nothing behind (its items go back after their lease and
-//! another desktop finishes them); an interactive photo stays with the computer where someone
-//! waits for it; a photo another computer cannot read is left to those that can.
+//! queue it; a desktop that dies leaves nothing behind (its items go back after their lease,
+//! another desktop finishes those it had prepared, from their bytes in the catalog, and it
+//! finishes the rest when it starts again); an interactive photo stays with the computer where
+//! someone waits for it; a path is opened only by the desktop that queued it (issue 32).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -14,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use fake_gemini::photos::sample_jpeg;
 use fake_gemini::{FakeGemini, FakeOptions};
+use pe_core::catalog::desktop_key::DesktopKey;
 use pe_core::catalog::server::testing::fresh_database;
 use pe_core::catalog::server::{ServerCatalog, ServerUrl};
 use pe_core::catalog::Catalog;
@@ -43,7 +45,9 @@ impl Desktop {
         let fake = FakeGemini::start(FakeOptions { latency, ..FakeOptions::default() }).await.unwrap();
         let server = ServerCatalog::connect_with(&ServerUrl::parse(url).unwrap(), &no_env, None).await.unwrap();
         server.migrate().await.unwrap();
-        let catalog = Catalog::on_server(server.with_desktop(name));
+        // A desktop's key lives in its data dir: the same computer started again has the same one.
+        let key = DesktopKey::from_secret(pe_core::catalog::server::desktop_host(name).as_bytes());
+        let catalog = Catalog::on_server(server.with_desktop(name).with_desktop_key(key));
         let mut resilience = ResilienceConfig::default();
         resilience.bulkhead.max_concurrent_calls = 4;
         resilience.retry.max_attempts = 1;
@@ -155,6 +159,8 @@ async fn two_desktops_importing_one_folder_send_each_photo_once_and_share_the_wo
     let sent = sends(&[&alice, &bob]);
     assert_eq!(sent.values().sum::<usize>(), 40);
     assert!(sent.values().all(|n| *n == 1), "each photo sent once: {sent:?}");
+    // Both listed the folder, so both tagged its photos as theirs (issue 32: a path is opened
+    // only by a desktop that listed it itself) and both may open them.
     let (by_alice, by_bob) = (alice.fake.generate_count(), bob.fake.generate_count());
     assert!(by_alice > 0 && by_bob > 0, "both desktops worked: alice {by_alice}, bob {by_bob}");
     // Each desktop keeps its own bulkhead: never more than its 4 slots at its own fake.
@@ -181,7 +187,13 @@ async fn a_dead_desktops_items_go_back_after_their_lease_and_another_finishes_th
     let qa = alice.queue(options(1_000)).await;
     qa.enqueue(vec![folder], EnqueueOptions::default()).await.unwrap();
     wait_for("alice has items in flight", Duration::from_secs(20), async || alice.fake.generate_count() >= 4).await;
-    let held: Vec<ItemId> = rows(&qa).await.iter().filter(|r| r.worked_by.is_some()).map(|r| r.id).collect();
+    // What she had sent: prepared (its photo recorded and uploaded) and at Gemini.
+    let held: Vec<ItemId> = rows(&qa)
+        .await
+        .iter()
+        .filter(|r| r.worked_by.is_some() && r.state == ItemState::Extracting)
+        .map(|r| r.id)
+        .collect();
     assert!(!held.is_empty());
     for row in rows(&qa).await.iter().filter(|r| r.worked_by.is_some()) {
         assert_eq!(row.worked_by.as_deref(), Some("alice@desk-1 #1"), "the Import view says who works it");
@@ -190,16 +202,32 @@ async fn a_dead_desktops_items_go_back_after_their_lease_and_another_finishes_th
     drop(qa);
     let bob = Desktop::new(&url, "bob@desk-2 #2", Duration::from_millis(50)).await;
     let qb = bob.queue(options(1_000)).await;
-    wait_for("bob finished everything", Duration::from_secs(30), async || {
-        rows(&qb).await.iter().all(|r| r.state == ItemState::Ready)
+    // Work travels as bytes, never as a path: bob finishes the items alice had sent, from the
+    // prepared photos the catalog holds, and leaves the files only she listed to her computer.
+    wait_for("bob finished what alice had sent", Duration::from_secs(30), async || {
+        let all = rows(&qb).await;
+        all.iter().filter(|r| held.contains(&r.id)).all(|r| r.state == ItemState::Ready)
     })
     .await;
-    assert_eq!(bob.fake.generate_count(), 12, "bob sent every photo, alice's held ones included");
     let all = rows(&qb).await;
-    for id in held {
-        let row = all.iter().find(|r| r.id == id).unwrap();
+    let ready: Vec<ItemId> = all.iter().filter(|r| r.state == ItemState::Ready).map(|r| r.id).collect();
+    assert_eq!(bob.fake.generate_count(), ready.len(), "bob sent only photos alice had prepared");
+    assert!(
+        all.iter().all(|r| r.state == ItemState::Ready || r.state == ItemState::Queued),
+        "the rest waits for alice: {all:?}"
+    );
+    for id in &held {
+        let row = all.iter().find(|r| r.id == *id).unwrap();
         assert_eq!(row.attempts, 1, "a lease that ran out does not count as an attempt: {row:?}");
     }
+    // Alice starts again (her data dir's key with her): she finishes the rest.
+    let alice = Desktop::new(&url, "alice@desk-1 #1", Duration::from_millis(50)).await;
+    let qa = alice.queue(options(1_000)).await;
+    wait_for("alice finished the rest", Duration::from_secs(30), async || {
+        rows(&qa).await.iter().all(|r| r.state == ItemState::Ready)
+    })
+    .await;
+    assert_eq!(alice.fake.generate_count(), 12 - ready.len());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -212,6 +240,8 @@ async fn a_cancel_gives_back_only_this_desktops_items() {
     let qa = alice.queue(options(30_000)).await;
     let qb = bob.queue(options(30_000)).await;
     qa.enqueue(vec![folder], EnqueueOptions::default()).await.unwrap();
+    // Each works what it queued (a path is opened only by the desktop that queued it).
+    qb.enqueue(vec![photos(dir.path(), "bobs", 16)], EnqueueOptions::default()).await.unwrap();
     wait_for("both have items in flight", Duration::from_secs(20), async || {
         alice.fake.generate_count() >= 4 && bob.fake.generate_count() >= 4
     })
@@ -225,14 +255,14 @@ async fn a_cancel_gives_back_only_this_desktops_items() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn interactive_photos_stay_with_their_computer_and_unreadable_ones_go_to_those_that_can_read_them() {
+async fn interactive_photos_and_paths_only_one_desktop_listed_stay_with_that_desktop() {
     let url = fresh_database("hosts").await;
     let dir = tempfile::tempdir().unwrap();
     let alice = Desktop::new(&url, "alice@desk-1 #1", Duration::from_millis(20)).await;
     let bob = Desktop::new(&url, "bob@desk-2 #2", Duration::from_millis(20)).await;
     // Alice's window waits (not started yet); Bob's works.
     let qa = alice.queue(ImportOptions { autostart: false, ..options(30_000) }).await;
-    let qb = bob.queue(options(30_000)).await;
+    let _bob_works = bob.queue(options(30_000)).await;
     // A photo dropped on Alice's desk: someone waits at her computer, so only it extracts it.
     let dropped = photos(dir.path(), "drop", 1).join("p000.jpg");
     let ours = qa.enqueue_files(vec![dropped], EnqueueOptions::interactive()).await.unwrap();
@@ -242,19 +272,8 @@ async fn interactive_photos_stay_with_their_computer_and_unreadable_ones_go_to_t
     let bulk = qa.enqueue_files(vec![gone.clone()], EnqueueOptions::default()).await.unwrap();
     let gone_id = bulk.files[0].item;
     std::fs::remove_file(&gone).unwrap();
-    // Bob has claimed the missing photo and left it to others (his computer is on its list of
-    // those that cannot read it): his claims, which take interactive photos first, have passed
-    // over Alice's dropped one.
-    wait_for("bob to leave the missing photo", Duration::from_secs(20), async || {
-        unreadable_by(&url, gone_id, "desk-2").await
-    })
-    .await;
-    let item = qb.item(dropped_id).await.unwrap();
-    assert_eq!(item.row.state, ItemState::Queued, "bob never takes alice's dropped photo: {item:?}");
-    let item = qb.item(gone_id).await.unwrap();
-    assert_eq!(item.row.state, ItemState::Queued, "bob cannot read it: back in the queue, not failed: {item:?}");
-    assert_eq!(item.row.attempts, 0);
-    assert_eq!(bob.fake.generate_count(), 0);
+    // Bob works nothing of Alice's: the dropped photo is hers (someone waits at her computer),
+    // and the bulk one is a path only she listed (issue 32), not prepared yet.
     // Alice starts: she extracts her photo, and the missing one fails on her own computer, named.
     qa.resume();
     let done = tokio::time::timeout(Duration::from_secs(20), qa.finished(dropped_id)).await.unwrap().unwrap();
@@ -263,6 +282,8 @@ async fn interactive_photos_stay_with_their_computer_and_unreadable_ones_go_to_t
     assert_eq!(failed.row.state, ItemState::Failed);
     assert_eq!(failed.row.last_error.as_ref().map(|e| e.code), Some(ErrorCode::Io), "{failed:?}");
     assert_eq!(alice.fake.generate_count(), 1);
+    assert_eq!(bob.fake.generate_count(), 0, "bob never sent alice's photos");
+    assert!(!unreadable_by(&url, gone_id, "desk-2").await, "bob never even claimed it");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -328,4 +349,108 @@ async fn another_desktop_extracts_a_product_again_from_the_kept_photo() {
     assert_eq!(bob.fake.generate_counts_per_body().get(&first_body), Some(&2));
     qa.shutdown().await;
     qb.shutdown().await;
+}
+
+/// Issue 32, finding 1: whoever can write to the team database (a colleague's credentials, a
+/// compromised desktop) adds queue rows naming a private file on this computer, to have the
+/// desktop read it, send it to Gemini and store its prepared copy where they can read it back.
+/// The desktop opens only paths it queued itself, as it queued them: every such row is refused
+/// with one typed reason (the same whether the file exists or not), the private file is never
+/// sent or stored, and the refused rows do not hold up the queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rows_injected_into_the_shared_queue_never_make_a_desktop_open_their_paths() {
+    use sha2::Digest;
+    let url = fresh_database("injected_rows").await;
+    let dir = tempfile::tempdir().unwrap();
+    // The victim's private photo: a valid JPEG, so that were it read it would be sent and stored.
+    let private = photos(dir.path(), "private", 1).join("p000.jpg");
+    let private_sha = hex::encode(sha2::Sha256::digest(std::fs::read(&private).unwrap()));
+    let missing = dir.path().join("private").join("not-there.jpg");
+    let victim = Desktop::new(&url, "victim@desk-1 #1", Duration::from_millis(20)).await;
+    let qv = victim.queue(options(30_000)).await;
+    // The victim's own photo goes through as always.
+    let own = photos(dir.path(), "own", 1).join("p000.jpg");
+    let mine = qv.enqueue_files(vec![own.clone()], EnqueueOptions::default()).await.unwrap().files[0].item;
+    let done = tokio::time::timeout(Duration::from_secs(20), qv.finished(mine)).await.unwrap().unwrap();
+    assert_eq!(done.row.state, ItemState::Ready);
+
+    // The attacker, with plain SQL.
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    let task = tokio::spawn(connection);
+    let (own_sha, own_tag): (Option<String>, Option<String>) = {
+        let row = client.query_one("SELECT sha256, path_tag FROM import_items WHERE id = $1", &[&mine]).await.unwrap();
+        (row.get(0), row.get(1))
+    };
+    assert!(own_tag.is_some(), "the desktop tags the rows it queues on a server");
+    let private_text = private.to_str().unwrap().to_owned();
+    let missing_text = missing.to_str().unwrap().to_owned();
+    let insert = "INSERT INTO import_items (path, sha256, state, origin, queued_at, updated_at, queued_on, path_tag)
+                  VALUES ($1, $2, 'queued', $3, 1, 1, $4, $5) RETURNING id";
+    let mut injected: Vec<(i64, &str)> = Vec::new();
+    // What the row is, its path, hash, origin, computer and tag.
+    type Case<'a> = (&'a str, &'a str, Option<String>, &'a str, Option<&'a str>, Option<String>);
+    let cases: Vec<Case> = vec![
+        ("no hash, no computer", &private_text, None, "import", None, None),
+        ("the victim's computer, any hash", &private_text, Some("00".repeat(32)), "import", Some("desk-1"), None),
+        (
+            "the file's own hash and a made-up tag",
+            &private_text,
+            Some(private_sha.clone()),
+            "import",
+            Some("desk-1"),
+            Some("ab".repeat(32)),
+        ),
+        ("someone waits for it", &private_text, Some(private_sha.clone()), "interactive", Some("desk-1"), None),
+        (
+            "the tag of the victim's own photo",
+            &private_text,
+            own_sha.clone(),
+            "import",
+            Some("desk-1"),
+            own_tag.clone(),
+        ),
+        ("a file that does not exist", &missing_text, None, "import", Some("desk-1"), None),
+    ];
+    for (n, (what, path, sha, origin, on, tag)) in cases.iter().enumerate() {
+        // Another spelling of the same file for each row (one pending row per path).
+        let path = path.replace("/private/", &format!("/private/{}", "./".repeat(n)));
+        let id: i64 = client.query_one(insert, &[&path, sha, origin, on, tag]).await.unwrap().get(0);
+        injected.push((id, what));
+    }
+    // A product of two photos: the victim's own (with its own tag: a copy of a row it queued
+    // names the same file with the same bytes) and, as its second photo, the private file.
+    let own_text = own.to_str().unwrap().to_owned();
+    let product: i64 =
+        client.query_one(insert, &[&own_text, &own_sha, &"import", &Some("desk-1"), &own_tag]).await.unwrap().get(0);
+    client
+        .execute(
+            "INSERT INTO import_item_photos (item_id, position, path, sha256) VALUES ($1, 1, $2, $3)",
+            &[&product, &private_text, &private_sha],
+        )
+        .await
+        .unwrap();
+    injected.push((product, "a second photo of a product"));
+
+    let mut messages = Vec::new();
+    for (id, what) in &injected {
+        let item = tokio::time::timeout(Duration::from_secs(20), qv.finished(*id)).await.unwrap().unwrap();
+        assert_eq!(item.row.state, ItemState::Failed, "{what}: {item:?}");
+        let error = item.row.last_error.clone().unwrap();
+        assert_eq!(error.code, ErrorCode::NotQueuedHere, "{what}: {error:?}");
+        assert!(!error.message.contains("private") && !error.message.contains("not-there"), "{what}: {error:?}");
+        messages.push(error.message);
+    }
+    messages.dedup();
+    assert_eq!(messages.len(), 1, "one message whatever exists on this disk: {messages:?}");
+    assert_eq!(victim.fake.generate_count(), 1, "only the victim's own photo was sent");
+    let stored: i64 = client
+        .query_one("SELECT count(*) FROM photos WHERE original_path LIKE '%private%' OR sha256 = $1", &[&private_sha])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(stored, 0, "the private file is not in the catalog");
+    // Nothing is left waiting: the refused rows do not hold up the queue.
+    assert!(rows(&qv).await.iter().all(|r| r.state != ItemState::Queued && r.state != ItemState::Preparing));
+    drop(client);
+    let _ = task.await;
 }

@@ -183,6 +183,12 @@ pub async fn restore(state: &AppState, file: &Path, json: bool) -> i32 {
                 summary.migrated_to,
                 summary.safety_backup
             );
+            if summary.held > 0 {
+                println!(
+                    "{} photos that waited in its queue are not sent again until you retry them (the Import view)",
+                    summary.held
+                );
+            }
             EXIT_OK
         }
         Err(e) => failed(e),

@@ -116,7 +116,7 @@ async fn connect_team(
     url: &pe_core::catalog::server::ServerUrl,
     password: Option<String>,
 ) -> Result<(pe_core::catalog::server::ServerCatalog, bool), ErrorReport> {
-    let login = crate::team::Login::read(state.keyring(), url, state.env()).await;
+    let login = crate::team::Login::read(state.keyring(), url, state.env()).await.in_data_dir(&state.paths().data_dir);
     match password.filter(|p| !p.is_empty()) {
         Some(password) => Ok((login.connect(&url.with_password(&password)).await?, true)),
         None => Ok((login.connect(url).await?, false)),

@@ -18,4 +18,10 @@ max_photos_per_product: number,
  * this and `min_free_disk_percent` of the disk (what is in flight is still written); it goes
  * on by itself once there is room.
  */
-min_free_disk_bytes: number, min_free_disk_percent: number, };
+min_free_disk_bytes: number, min_free_disk_percent: number, 
+/**
+ * A link (symlink) in a dropped folder that leads outside the folder is followed; by
+ * default it is listed as skipped: a shared folder must not make the app read, send and
+ * store files elsewhere on this computer.
+ */
+follow_links_outside: boolean, };

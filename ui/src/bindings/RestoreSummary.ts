@@ -19,4 +19,9 @@ migrated_to: number,
 /**
  * The copy of the catalog as it was before the restore.
  */
-safety_backup: string, };
+safety_backup: string, 
+/**
+ * Photos that were waiting in the backup's queue: kept, failed as `restored`, and sent
+ * again only when someone asks (Retry).
+ */
+held: number, };

@@ -199,6 +199,16 @@ const ADVICE: Record<ErrorCode, ErrorAdvice> = {
     hint: "The disk holding the catalog is full. Free some space; waiting photos go on by themselves.",
     action: "none",
   },
+  not_queued_here: {
+    title: "Not queued by this computer",
+    hint: "The team catalog names a file on this computer that this desktop did not queue, so it was not opened. If the photo is yours, drop it again.",
+    action: "none",
+  },
+  restored: {
+    title: "Restored, not sent",
+    hint: "This photo was waiting in the queue of the backup you restored. A restore sends nothing by itself: retry it to extract it (one Gemini call).",
+    action: "retry",
+  },
   io: {
     title: "Unexpected error",
     hint: "Something went wrong reading or writing a file. Check the log for details.",

@@ -5,12 +5,18 @@
 //! only when complete, so a failed backup never leaves a half-written file under the target's
 //! name. Backups are ordinary rollback-journal SQLite files (no `-wal` beside them), safe to copy.
 //!
+//! A backup is data, not a database to adopt (issue 32): whoever could write the file could have
+//! planted a trigger that rewrites newly queued paths, or queue rows naming files of this computer.
 //! A restore first checks the candidate, opened read-only, without touching the live catalog:
 //! `PRAGMA integrity_check` and `foreign_key_check` must pass, its schema version must be one this
-//! app knows (1..=[`SCHEMA_VERSION`]), it must have the catalog's `photos` and `products`
-//! tables and the live catalog's page size. Then the live catalog is copied to `backups/before-restore-<unix ms>.sqlite3` beside
-//! it, the candidate is copied into the live connection, migrated to [`SCHEMA_VERSION`] and
-//! checked again; if that fails, the safety copy is put back.
+//! app knows (1..=[`SCHEMA_VERSION`]), its schema must be exactly what the app's own migrations
+//! make at that version, object by object (tables, indexes, triggers, views: anything else is
+//! refused, named), and it must have the live catalog's page size. It is then staged whole in a
+//! file beside the catalog: copied, migrated to [`SCHEMA_VERSION`], checked again, and its queue
+//! held (photos that were waiting come back failed as `restored`, sent again only when someone
+//! asks). Only then is the live catalog copied to `backups/before-restore-<unix ms>.sqlite3` and
+//! replaced by the staged one in one transaction of the backup API: a restore that fails leaves
+//! the live catalog as it was.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -126,35 +132,109 @@ pub(super) fn restore_from(
         )));
     }
 
-    let dir = live.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let safety = dir.join(SAFETY_BACKUP_DIR).join(format!("before-restore-{at}.sqlite3"));
-    backup_to(conn, live, &safety)?;
+    unknown_objects(&candidate, schema_version_before).map_err(refuse)?;
 
-    copy(&candidate, conn)?;
+    // The restored catalog, whole, beside the live one before the live one is touched.
+    let dir = live.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let staged_path = dir.join(format!(".restore-{at}.partial"));
+    remove_if_present(&staged_path)?;
+    let staged = stage(&candidate, &staged_path, at, &refuse);
     drop(candidate);
-    conn.flush_prepared_statement_cache();
-    let checked = migrations::apply(conn, MIGRATIONS).and_then(|_| {
-        let problems = integrity_problems(conn)?;
-        match problems.first() {
-            None => Ok(()),
-            Some(first) => Err(refuse(format!("after restoring, the catalog failed its integrity check: {first}"))),
+    let remove_staged = || {
+        let _ = std::fs::remove_file(&staged_path);
+        let _ = std::fs::remove_file(journal_of(&staged_path));
+    };
+    let (staged, held) = match staged {
+        Ok(staged) => staged,
+        Err(e) => {
+            remove_staged();
+            return Err(e);
         }
-    });
-    if let Err(e) = checked {
-        tracing::error!(error = %e, safety = %safety.display(), "restore failed; putting the previous catalog back");
-        let previous = Connection::open_with_flags(&safety, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-        copy(&previous, conn)?;
-        conn.flush_prepared_statement_cache();
+    };
+    let safety = dir.join(SAFETY_BACKUP_DIR).join(format!("before-restore-{at}.sqlite3"));
+    if let Err(e) = backup_to(conn, live, &safety) {
+        drop(staged);
+        remove_staged();
         return Err(e);
     }
+    // One transaction of the backup API: on an error the live catalog is rolled back as it was.
+    let replaced = copy(&staged, conn);
+    drop(staged);
+    remove_staged();
+    conn.flush_prepared_statement_cache();
+    replaced?;
     let summary = RestoreSummary {
         products: count_live(conn)?,
         schema_version_before,
         migrated_to: migrations::schema_version(conn)?,
         safety_backup: safety.display().to_string(),
+        held,
     };
     tracing::info!(from = %source.display(), ?summary, "catalog restored");
     Ok(summary)
+}
+
+/// The candidate copied into a new file at `path`, migrated, checked and its queue held: the
+/// catalog the restore puts in place, and how many photos were waiting in its queue.
+fn stage(
+    candidate: &Connection,
+    path: &Path,
+    at: i64,
+    refuse: &dyn Fn(String) -> CatalogError,
+) -> Result<(Connection, u64), CatalogError> {
+    let mut staged = Connection::open(path)?;
+    copy(candidate, &mut staged)?;
+    migrations::apply(&mut staged, MIGRATIONS)?;
+    if let Some(first) = integrity_problems(&staged)?.first() {
+        return Err(refuse(format!("after migrating it, the catalog failed its integrity check: {first}")));
+    }
+    let held = hold_queue(&staged, at)?;
+    Ok((staged, held))
+}
+
+/// A restored queue sends nothing by itself: every photo that was waiting or in progress (a row
+/// the backup's writer may have planted) comes back failed as `restored`; Retry in the Import view
+/// queues it again. What was done (ready, saved, skipped) is kept.
+fn hold_queue(conn: &Connection, at: i64) -> Result<u64, CatalogError> {
+    let held = conn.execute(
+        "UPDATE import_items
+         SET state = 'failed', error_code = 'restored', batch_id = NULL, lease_owner = NULL, lease_until = NULL,
+             error_message = 'Restored from a backup: not queued again until you ask (Retry).', updated_at = ?1
+         WHERE state IN ('queued', 'preparing', 'extracting', 'submitted')",
+        [at],
+    )?;
+    Ok(held as u64)
+}
+
+/// The candidate's schema object by object against what the app's own migrations make at its
+/// version (`sqlite_schema`: tables, indexes, triggers, views, with their SQL); SQLite's own
+/// objects (`sqlite_*`: statistics, sequences, automatic indexes) aside. The first object that
+/// differs, named, or `Ok`.
+fn unknown_objects(candidate: &Connection, version: u32) -> Result<(), String> {
+    type Object = (String, String, Option<String>);
+    let objects = |conn: &Connection| -> rusqlite::Result<std::collections::BTreeSet<Object>> {
+        let mut stmt =
+            conn.prepare("SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        rows.collect()
+    };
+    let mut reference = Connection::open_in_memory().map_err(|e| e.to_string())?;
+    let known = MIGRATIONS.iter().take_while(|m| m.version <= version).copied().collect::<Vec<_>>();
+    migrations::apply(&mut reference, &known).map_err(|e| e.to_string())?;
+    let expected = objects(&reference).map_err(|e| e.to_string())?;
+    let found = objects(candidate).map_err(|e| format!("it cannot be read ({e})"))?;
+    if let Some((kind, name, _)) = found.difference(&expected).next() {
+        return Err(format!(
+            "its schema is not the app's: it has a {kind} \"{name}\" that the app's schema version {version} does not \
+             make (a backup written by this app has none; it may have been altered)"
+        ));
+    }
+    if let Some((kind, name, _)) = expected.difference(&found).next() {
+        return Err(format!(
+            "its schema is not the app's: the {kind} \"{name}\" of schema version {version} is missing"
+        ));
+    }
+    Ok(())
 }
 
 /// Why `candidate` is not a catalog this app can restore, or its schema version.

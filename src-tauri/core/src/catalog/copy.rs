@@ -233,6 +233,7 @@ pub const TABLES: &[Table] = &[
             ("lease_owner", Text),
             ("lease_until", Int),
             ("queued_on", Text),
+            ("path_tag", Text),
         ],
     },
     Table {
@@ -252,6 +253,7 @@ pub const TABLES: &[Table] = &[
             ("path_bytes", Blob),
             ("sha256", Text),
             ("photo_id", Int),
+            ("path_tag", Text),
         ],
     },
     Table {

@@ -164,6 +164,37 @@ impl<'c> Db<'c> {
         self.desktop().map(super::server::desktop_host)
     }
 
+    /// This desktop's tag for a photo it queues (see [`super::desktop_key`]); `None` on SQLite,
+    /// whose file is this user's own.
+    pub(crate) fn path_tag(&self, path: &crate::stored_path::StoredPath, sha256: Option<&str>) -> Option<String> {
+        match self {
+            Self::Sqlite(_) => None,
+            Self::Postgres(session) => Some(session.key.tag(path, sha256)),
+        }
+    }
+
+    /// Whose a row's path is: on SQLite always this user's; on a server whoever's tag it carries
+    /// (see [`super::desktop_key::DesktopKey::judge`]).
+    pub(crate) fn judge_path(
+        &self,
+        path: &crate::stored_path::StoredPath,
+        sha256: Option<&str>,
+        tag: Option<&str>,
+    ) -> super::desktop_key::Tagged {
+        match self {
+            Self::Sqlite(_) => super::desktop_key::Tagged::Mine,
+            Self::Postgres(session) => session.key.judge(path, sha256, tag),
+        }
+    }
+
+    /// `%<key id>.%`: a row's tags that hold this desktop's (`LIKE`); `None` on SQLite.
+    pub(crate) fn own_tags(&self) -> Option<String> {
+        match self {
+            Self::Sqlite(_) => None,
+            Self::Postgres(session) => Some(format!("%{}.%", session.key.id())),
+        }
+    }
+
     /// Runs a statement; returns how many rows it changed.
     pub(crate) fn execute(&self, sql: &str, params: &[&dyn ToSql]) -> Result<usize, DbError> {
         match self {
@@ -276,6 +307,8 @@ pub(crate) struct PgSession {
     user: String,
     /// This process on the shared queue (`ServerCatalog::desktop`).
     desktop: String,
+    /// What this desktop tags the paths it queues with (`ServerCatalog::desktop_key`).
+    key: std::sync::Arc<super::desktop_key::DesktopKey>,
     /// Whether a transaction is open (a closure that leaked its `DbTx` leaves one).
     in_tx: Cell<bool>,
     /// Transactions run alone (see [`PgSession::run_alone`]); `held`: the exclusive lock is held
@@ -295,8 +328,10 @@ impl PgSession {
         url: String,
         user: String,
         desktop: String,
+        key: std::sync::Arc<super::desktop_key::DesktopKey>,
     ) -> Self {
         Self {
+            key,
             client,
             handle,
             url,

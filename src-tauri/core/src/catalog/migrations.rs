@@ -40,6 +40,7 @@ pub const MIGRATIONS: &[Migration] = &[
     Migration { version: 12, name: "0012_photo_host", sql: include_str!("migrations/0012_photo_host.sql") },
     Migration { version: 13, name: "0013_leases", sql: include_str!("migrations/0013_leases.sql") },
     Migration { version: 14, name: "0014_breaker_state", sql: include_str!("migrations/0014_breaker_state.sql") },
+    Migration { version: 15, name: "0015_path_tags", sql: include_str!("migrations/0015_path_tags.sql") },
 ];
 
 /// The schema version this build writes.

@@ -69,6 +69,7 @@ mod columns;
 pub mod copy;
 pub(crate) mod db;
 mod db_thread;
+pub mod desktop_key;
 mod error;
 pub mod export;
 mod listing;
@@ -619,6 +620,7 @@ impl Catalog {
             server.url().to_string(),
             server.user().to_string(),
             server.desktop().to_string(),
+            server.desktop_key(),
         );
         tokio::task::spawn_blocking(move || {
             let mut retries = 0;

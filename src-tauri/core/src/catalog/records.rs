@@ -449,6 +449,10 @@ pub struct RestoreSummary {
     pub migrated_to: u32,
     /// The copy of the catalog as it was before the restore.
     pub safety_backup: String,
+    /// Photos that were waiting in the backup's queue: kept, failed as `restored`, and sent
+    /// again only when someone asks (Retry).
+    #[ts(type = "number")]
+    pub held: u64,
 }
 
 /// How an attempt ended, as the audit view shows it.

@@ -57,6 +57,7 @@ pub const SERVER_MIGRATIONS: &[Migration] = &[
     },
     Migration { version: 11, name: "pg/0011_search_bands", sql: include_str!("migrations/pg/0011_search_bands.sql") },
     Migration { version: 12, name: "pg/0012_breaker_state", sql: include_str!("migrations/pg/0012_breaker_state.sql") },
+    Migration { version: 13, name: "pg/0013_path_tags", sql: include_str!("migrations/pg/0013_path_tags.sql") },
 ];
 
 /// The server schema version this build writes.
@@ -619,6 +620,8 @@ pub struct ServerCatalog {
     desktop: String,
     /// Where the password came from, for an authentication error.
     password: Option<PasswordSource>,
+    /// What this desktop tags the paths it queues with (see [`super::desktop_key`]).
+    key: std::sync::Arc<super::desktop_key::DesktopKey>,
 }
 
 /// The TLS connector of a server that requires TLS: the server's certificate verified (chain
@@ -685,7 +688,9 @@ impl ServerCatalog {
             .build()
             .map_err(|e| ServerError::Server { url: url.to_string(), message: e.to_string() })?;
         let desktop = desktop_name(&super::local_user(), super::local_host().as_deref(), std::process::id());
-        let catalog = Self { pool, url: url.clone(), user, config, changes: Default::default(), desktop, password };
+        let key = std::sync::Arc::new(super::desktop_key::DesktopKey::random());
+        let catalog =
+            Self { pool, url: url.clone(), user, config, changes: Default::default(), desktop, password, key };
         drop(catalog.client().await?);
         Ok(catalog)
     }
@@ -712,6 +717,20 @@ impl ServerCatalog {
     pub fn with_desktop(mut self, desktop: impl Into<String>) -> Self {
         self.desktop = desktop.into();
         self
+    }
+
+    /// This desktop's key for the paths it queues (the data dir's, [`DesktopKey::load_or_create`]):
+    /// without it, a connection trusts only the rows it queued itself.
+    ///
+    /// [`DesktopKey::load_or_create`]: super::desktop_key::DesktopKey::load_or_create
+    pub fn with_desktop_key(mut self, key: super::desktop_key::DesktopKey) -> Self {
+        self.key = std::sync::Arc::new(key);
+        self
+    }
+
+    /// What this desktop tags the paths it queues with.
+    pub(crate) fn desktop_key(&self) -> std::sync::Arc<super::desktop_key::DesktopKey> {
+        self.key.clone()
     }
 
     /// The user the pool connects as.

@@ -88,6 +88,7 @@ fn classify(error: &ExtractError) -> Fault {
         ExtractError::Intake(_)
         | ExtractError::ProductPhoto { .. }
         | ExtractError::PhotoChanged { .. }
+        | ExtractError::NotQueuedHere
         | ExtractError::Catalog(_) => Fault::Own,
         ExtractError::CircuitOpen(rejection, opened_by) => Fault::Breaker(rejection.clone(), *opened_by),
         ExtractError::BulkheadFull { .. } | ExtractError::RateLimited { .. } => Fault::Throttled,
@@ -278,50 +279,67 @@ fn marked(
 /// the shared budget, one after another inside the item's prepare slot. A photo that cannot be
 /// prepared fails the item; another than the first is named in the error.
 ///
-/// An item queued on another computer of a team ([`Claimed::elsewhere`]) is read here only if
-/// this computer sees the same files: each is hashed again, and `None` says one is missing here,
-/// unreadable, or holds other bytes than were queued (the item is then left to the others).
+/// A path is opened only by the desktop that queued it, and only as it queued it
+/// ([`Claimed::trusted`]: on a team catalog, the row carries this desktop's tag for that path and
+/// hash, and what is read must still hash to it). Work another desktop takes over travels as
+/// bytes: a photo queued elsewhere is sent from the prepared copy the catalog holds (by its hash),
+/// and without one the item is left to the desktop that queued it (`None`). Any other row without
+/// this desktop's tag (one naming this computer, or none) is refused
+/// ([`ExtractError::NotQueuedHere`]) without opening or sending anything, whatever exists at its
+/// path.
 async fn prepare_photos(pipeline: &Pipeline, item: &Claimed) -> Result<Option<Vec<PreparedImage>>, ExtractError> {
-    let photos = std::iter::once((&item.path, &item.sha256)).chain(item.more.iter().map(|m| (&m.path, &m.sha256)));
-    // A file listed on this computer for an import was hashed then: not again. One queued on
-    // another computer, and an interactive one (a catalog photo extracted again is queued with
-    // the SHA-256 the catalog knows), is hashed again and must still hold those bytes.
-    let verify = item.elsewhere || item.origin == ItemOrigin::Interactive;
+    let photos = std::iter::once((&item.path, &item.sha256, item.trusted))
+        .chain(item.more.iter().map(|m| (&m.path, &m.sha256, m.trusted)));
+    // A file listed on this computer for an import into its own catalog was hashed then: not
+    // again. On a team catalog (whose rows anyone on the team can write), and for an interactive
+    // one (a catalog photo extracted again is queued with the SHA-256 the catalog knows), it is
+    // hashed again and must still hold those bytes.
+    let verify = item.shared || item.origin == ItemOrigin::Interactive;
     let mut images = Vec::with_capacity(1 + item.more.len());
-    for (number, (path, sha256)) in (1..).zip(photos) {
-        let known = if verify { None } else { sha256.clone() };
-        let unusable = match pipeline.prepare_known(&path.to_path_buf(), known).await {
-            Ok(image) if verify && sha256.as_ref().is_some_and(|queued| *queued != image.sha256) => {
-                ExtractError::PhotoChanged { file: path.text().to_owned() }
-            }
-            Ok(image) => {
-                images.push(image);
-                continue;
-            }
-            Err(source @ (IntakeError::Io { .. } | IntakeError::NotAFile { .. })) if is_missing(&source) => {
-                if number == 1 {
-                    source.into()
-                } else {
-                    ExtractError::ProductPhoto { file: path.file_name(), number, source }
+    for (number, (path, sha256, trusted)) in (1..).zip(photos) {
+        let unusable = if item.elsewhere {
+            None
+        } else if !trusted {
+            tracing::warn!(
+                item = item.id,
+                "import: refused a queue row this desktop did not queue; its path was not opened"
+            );
+            return Err(ExtractError::NotQueuedHere);
+        } else {
+            let known = if verify { None } else { sha256.clone() };
+            match pipeline.prepare_known(&path.to_path_buf(), known).await {
+                Ok(image) if verify && sha256.as_ref().is_some_and(|queued| *queued != image.sha256) => {
+                    Some(ExtractError::PhotoChanged { file: path.text().to_owned() })
                 }
+                Ok(image) => {
+                    images.push(image);
+                    continue;
+                }
+                Err(source @ (IntakeError::Io { .. } | IntakeError::NotAFile { .. })) if is_missing(&source) => {
+                    Some(if number == 1 {
+                        source.into()
+                    } else {
+                        ExtractError::ProductPhoto { file: path.file_name(), number, source }
+                    })
+                }
+                Err(source) if number == 1 => return Err(source.into()),
+                Err(source) => return Err(ExtractError::ProductPhoto { file: path.file_name(), number, source }),
             }
-            Err(source) if number == 1 => return Err(source.into()),
-            Err(source) => return Err(ExtractError::ProductPhoto { file: path.file_name(), number, source }),
         };
-        // The file is not on this computer (or no longer holds the photo): a team catalog keeps
-        // the prepared photo, the same upload as when it was first prepared.
+        // Queued elsewhere, or not there any more: a team catalog keeps the prepared photo, the
+        // same upload as when it was first prepared.
         if let Some(sha256) = sha256 {
             if let Some(stored) = pipeline.stored_prepared(sha256).await? {
-                tracing::info!(item = item.id, file = %path.text(), "import: the file is not here; its prepared photo from the catalog is sent");
+                tracing::info!(item = item.id, file = %path.text(), "import: its prepared photo from the catalog is sent");
                 images.push(stored);
                 continue;
             }
         }
         if item.elsewhere {
-            // Another computer's photo this one cannot read: left to the desktops that can.
+            // Another computer's photo, not prepared yet: left to the desktop that queued it.
             return Ok(None);
         }
-        return Err(unusable);
+        return Err(unusable.unwrap_or(ExtractError::NotQueuedHere));
     }
     Ok(Some(images))
 }

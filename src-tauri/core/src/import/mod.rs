@@ -140,6 +140,9 @@ pub struct ImportOptions {
     /// Where answers paid for wait while the team catalog's server is away, so that a restart
     /// meanwhile loses none (see `spool`); `None`: they wait in memory only.
     pub spool_dir: Option<PathBuf>,
+    /// Follow links in a dropped folder that lead outside it (`[import] follow_links_outside`);
+    /// off: they are listed as skipped.
+    pub follow_links_outside: bool,
 }
 
 /// What to do after the queue stopped for a catalog failure: the window has a Resume button, a
@@ -205,6 +208,7 @@ impl Default for ImportOptions {
             stop_advice: StopAdvice::Resume,
             disk: crate::disk::DiskCheck::default(),
             spool_dir: None,
+            follow_links_outside: false,
         }
     }
 }

@@ -25,10 +25,13 @@ pub(crate) enum Scanned {
 /// the last up to `batch` (the first photos reach the queue at once, and the slots fill while the
 /// larger batches are written); stops early when `emit` returns false. Files named explicitly are always tried (intake decides by their bytes); in
 /// folders, files are picked by extension ([`intake::PHOTO_EXTENSIONS`]) and hidden entries are ignored.
-/// Paths are made absolute, so a later run from another directory recognizes them.
+/// Paths are made absolute, so a later run from another directory recognizes them. A link inside
+/// a folder that leads outside it is listed as skipped unless `links_outside` (a shared folder
+/// must not make the app read files elsewhere on this computer); links within it are followed.
 pub(crate) fn scan(
     paths: &[PathBuf],
     max_file_bytes: u64,
+    links_outside: bool,
     first: usize,
     batch: usize,
     mut emit: impl FnMut(Vec<Scanned>) -> bool,
@@ -63,12 +66,29 @@ pub(crate) fn scan(
         }
         // A folder's files before its subfolders, so each folder's photos come together (an
         // import groups a folder's photos into products as soon as the folder is listed).
-        let walk = walkdir::WalkDir::new(&path)
+        let root = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+        let mut walk = walkdir::WalkDir::new(&path)
             .follow_links(true)
             .sort_by(|a, b| (a.file_type().is_dir(), a.file_name()).cmp(&(b.file_type().is_dir(), b.file_name())))
             .into_iter()
             .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
-        for entry in walk {
+        while let Some(entry) = walk.next() {
+            if let Some(link) = entry.as_ref().ok().filter(|e| e.depth() > 0 && e.path_is_symlink() && !links_outside) {
+                let inside = std::fs::canonicalize(link.path()).is_ok_and(|target| target.starts_with(&root));
+                if !inside {
+                    if link.file_type().is_dir() {
+                        walk.skip_current_dir();
+                    }
+                    let message =
+                        "Not imported: a link to somewhere outside the dropped folder (drop what it leads to \
+                                   instead, or set [import] follow_links_outside)."
+                            .to_string();
+                    if !push(skipped(link.path(), SkipReason::Unreadable, message), &mut pending) {
+                        return;
+                    }
+                    continue;
+                }
+            }
             let scanned = match entry {
                 Ok(entry) if entry.file_type().is_dir() => continue,
                 Ok(entry) if has_photo_extension(entry.path()) => photo(entry.path(), max_file_bytes),
@@ -156,7 +176,7 @@ mod tests {
         std::fs::write(root.join("shoot/.cache/c.jpg"), b"x").unwrap();
         std::fs::write(root.join("big.jpg"), vec![0xFFu8; 100]).unwrap();
         let mut batches = Vec::new();
-        scan(&[root.join("shoot"), root.join("big.jpg"), root.join("missing.jpg")], 50, 1, 2, |b| {
+        scan(&[root.join("shoot"), root.join("big.jpg"), root.join("missing.jpg")], 50, false, 1, 2, |b| {
             batches.push(b);
             true
         });
@@ -173,5 +193,51 @@ mod tests {
         );
         assert_eq!(all[3], Scanned::Photo { path: name("big.jpg"), sha256: None }, "too large: not read");
         assert!(matches!(&all[4], Scanned::Skipped { reason: SkipReason::Unreadable, .. }));
+    }
+
+    /// Issue 32: a dropped (perhaps shared) folder with links to files elsewhere on this computer
+    /// does not make the app read them; links within the folder are followed; the option allows
+    /// the others.
+    #[cfg(unix)]
+    #[test]
+    fn links_out_of_the_dropped_folder_are_skipped_unless_allowed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("shoot/inner")).unwrap();
+        std::fs::create_dir_all(root.join("private")).unwrap();
+        std::fs::write(root.join("shoot/inner/a.jpg"), b"\xFF\xD8\xFFa").unwrap();
+        std::fs::write(root.join("private/secret.jpg"), b"\xFF\xD8\xFFsecret").unwrap();
+        std::os::unix::fs::symlink(root.join("private/secret.jpg"), root.join("shoot/leak.jpg")).unwrap();
+        std::os::unix::fs::symlink(root.join("private"), root.join("shoot/leakdir")).unwrap();
+        std::os::unix::fs::symlink(root.join("shoot/inner/a.jpg"), root.join("shoot/same.jpg")).unwrap();
+        let listed = |outside: bool| {
+            let mut all = Vec::new();
+            scan(&[root.join("shoot")], 1_000, outside, 100, 100, |b| {
+                all.extend(b);
+                true
+            });
+            all
+        };
+        let all = listed(false);
+        let photos: Vec<String> = all
+            .iter()
+            .filter_map(|s| match s {
+                Scanned::Photo { path, .. } => Some(path.text().to_owned()),
+                Scanned::Skipped { .. } => None,
+            })
+            .collect();
+        assert_eq!(photos.len(), 2, "the photo and the link within the folder: {all:?}");
+        assert!(photos.iter().all(|p| !p.contains("leak")), "{photos:?}");
+        let skipped: Vec<&String> = all
+            .iter()
+            .filter_map(|s| match s {
+                Scanned::Skipped { message, .. } => Some(message),
+                Scanned::Photo { .. } => None,
+            })
+            .collect();
+        assert_eq!(skipped.len(), 2, "{all:?}");
+        assert!(skipped.iter().all(|m| m.contains("outside the dropped folder") && !m.contains("private")));
+        // Allowed: the links are followed.
+        assert_eq!(listed(true).iter().filter(|s| matches!(s, Scanned::Photo { .. })).count(), 4);
     }
 }

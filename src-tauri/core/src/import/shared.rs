@@ -624,9 +624,12 @@ impl Shared {
         }
         self.start_import_if_settled();
         let max_bytes = self.pipeline().image_config().max_file_bytes;
+        let links_outside = self.options.follow_links_outside;
         let (batches, mut incoming) = tokio::sync::mpsc::channel::<Vec<Scanned>>(2);
         let walker = tokio::task::spawn_blocking(move || {
-            scan::scan(&paths, max_bytes, FIRST_BATCH, ENQUEUE_BATCH, |batch| batches.blocking_send(batch).is_ok());
+            scan::scan(&paths, max_bytes, links_outside, FIRST_BATCH, ENQUEUE_BATCH, |batch| {
+                batches.blocking_send(batch).is_ok()
+            });
         });
         let mut enqueued = Enqueued::default();
         // With a grouping, the folder being listed waits until the walk has left it (the walk

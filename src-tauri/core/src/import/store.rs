@@ -13,6 +13,7 @@ use std::sync::Arc;
 use rusqlite::params;
 
 use crate::catalog::db::{Db, DbRow, Dialect, OptionalRow};
+use crate::catalog::desktop_key::Tagged;
 
 use super::phash;
 use super::progress::StateCounts;
@@ -86,10 +87,16 @@ pub(crate) struct Claimed {
     pub origin: ItemOrigin,
     /// Worked through the Batch API.
     pub batch: bool,
-    /// Queued on another computer of a team (its files are on that disk, or on a share this one
-    /// may see at the same path): intake hashes what it reads here, and a file missing here, or
-    /// other bytes at its path, give the item back ([`mark_unreadable`]) instead of failing it.
+    /// Queued by another desktop of a team (its tag carries another key's id; claimed only once
+    /// prepared): its path is never opened here; only a prepared photo the catalog holds (by its
+    /// hash) can be sent, and without one the item is given back ([`mark_unreadable`]).
     pub elsewhere: bool,
+    /// The catalog is a team's server, whose rows anyone on the team can write.
+    pub shared: bool,
+    /// This desktop may open the path: on SQLite always; on a server only when the row carries
+    /// this desktop's own tag for the path and hash ([`crate::catalog::desktop_key`]). A row of
+    /// this computer without it was not queued by this desktop: it is refused, its path unopened.
+    pub trusted: bool,
 }
 
 /// A photo of an item's product after its first.
@@ -99,6 +106,8 @@ pub(crate) struct MorePhoto {
     pub position: i64,
     pub path: StoredPath,
     pub sha256: Option<String>,
+    /// This desktop may open the path ([`Claimed::trusted`]).
+    pub trusted: bool,
 }
 
 /// How an item leaves `preparing` or `extracting`.
@@ -350,15 +359,36 @@ fn place_product(
             Some((id, position)) => {
                 *position += 1;
                 tx.execute(
-                    "INSERT INTO import_item_photos (item_id, position, path, path_bytes, sha256)
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
-                    params![*id, *position, path.text(), path.bytes(), sha256],
+                    "INSERT INTO import_item_photos (item_id, position, path, path_bytes, sha256, path_tag)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    params![*id, *position, path.text(), path.bytes(), sha256, tx.path_tag(path, sha256.as_deref())],
                 )?;
                 placed.push((*id, *id));
             }
         }
     }
     Ok(placed)
+}
+
+/// This desktop listed a file another desktop of the team had queued already, with the same bytes:
+/// its tag is added to that photo's (see [`crate::catalog::desktop_key`]), so either desktop may
+/// open it (and finish the item if the other goes away). Nothing on SQLite.
+fn cosign(tx: &Db<'_>, item: ItemId, path: &StoredPath, sha256: Option<&str>) -> Result<(), ImportError> {
+    let (Some(tag), Some(own)) = (tx.path_tag(path, sha256), tx.own_tags()) else {
+        return Ok(());
+    };
+    // The photo is the item's first, or one of its others.
+    for sql in [
+        "UPDATE import_items SET path_tag = CASE WHEN path_tag IS NULL THEN ?5 ELSE path_tag || ' ' || ?5 END
+         WHERE id = ?1 AND path = ?2 AND path_bytes IS NOT DISTINCT FROM ?3 AND sha256 IS NOT DISTINCT FROM ?4
+           AND (path_tag IS NULL OR path_tag NOT LIKE ?6)",
+        "UPDATE import_item_photos SET path_tag = CASE WHEN path_tag IS NULL THEN ?5 ELSE path_tag || ' ' || ?5 END
+         WHERE item_id = ?1 AND path = ?2 AND path_bytes IS NOT DISTINCT FROM ?3 AND sha256 IS NOT DISTINCT FROM ?4
+           AND (path_tag IS NULL OR path_tag NOT LIKE ?6)",
+    ] {
+        tx.execute(sql, params![item, path.text(), path.bytes(), sha256, tag, own])?;
+    }
+    Ok(())
 }
 
 /// What [`place_photo`] finds for a photo already known: waiting or in progress (as an item's
@@ -387,6 +417,7 @@ fn known_photo(
         .optional()?;
     if let Some(item) = pending {
         promote(tx, item, origin)?;
+        cosign(tx, item, path, sha256)?;
         report.unchanged += 1;
         return Ok(Some((item, item)));
     }
@@ -466,8 +497,8 @@ fn insert_item(
     let inserted: Option<ItemId> = tx
         .query_row(
             "INSERT INTO import_items (path, path_bytes, sha256, state, forced, origin, batch, queued_at, updated_at,
-                                      group_json, queued_on)
-             VALUES (?1, ?7, ?2, 'queued', ?3, ?4, ?6, ?5, ?5, ?8, ?9)
+                                      group_json, queued_on, path_tag)
+             VALUES (?1, ?7, ?2, 'queued', ?3, ?4, ?6, ?5, ?5, ?8, ?9, ?10)
              ON CONFLICT DO NOTHING
              RETURNING id",
             params![
@@ -479,7 +510,8 @@ fn insert_item(
                 batch && origin == ItemOrigin::Import,
                 path.bytes(),
                 group_json,
-                tx.host()
+                tx.host(),
+                tx.path_tag(path, sha256)
             ],
             |row| row.get(0),
         )
@@ -492,12 +524,14 @@ fn insert_item(
         // Another process queued the same path meanwhile (the pending-path index).
         None => {
             report.unchanged += 1;
-            tx.query_row(
+            let item = tx.query_row(
                 "SELECT id FROM import_items
                  WHERE path = ?1 AND path_bytes IS NOT DISTINCT FROM ?2 AND state IN ('queued', 'preparing', 'extracting', 'submitted')",
                 params![path.text(), path.bytes()],
                 |row| row.get(0),
-            )?
+            )?;
+            cosign(tx, item, path, sha256)?;
+            item
         }
     };
     Ok(item)
@@ -644,24 +678,34 @@ pub(crate) fn claim(
                      SELECT id FROM import_items WHERE state = 'queued' AND origin = ?2
                        AND (CAST(?5 AS TEXT) IS NULL OR ((origin = 'import' OR queued_on IS NULL OR queued_on = ?5)
                             AND NOT EXISTS (SELECT 1 FROM import_item_unreadable u
-                                            WHERE u.item_id = import_items.id AND u.host = ?5)))
+                                            WHERE u.item_id = import_items.id AND u.host = ?5)
+                            -- Another desktop's row (its tag: a 16-digit key id and a dot) only
+                            -- once it was prepared: its bytes travel. A row nobody tagged is
+                            -- claimed, to be refused.
+                            AND (path_tag IS NULL OR path_tag LIKE ?7 OR photo_id IS NOT NULL
+                                 OR length(path_tag) < 17 OR substr(path_tag, 17, 1) <> '.')))
                      ORDER BY attempts, id LIMIT ?6{lock})
                  UPDATE import_items SET state = 'preparing', updated_at = ?1, lease_owner = ?3, lease_until = {until}
                  WHERE id IN (SELECT id FROM picked) AND state = 'queued'
-                 RETURNING id, path, sha256, attempts, origin, batch, path_bytes, queued_on"
+                 RETURNING id, path, sha256, attempts, origin, batch, path_bytes, path_tag"
             ),
-            params![now, origin.as_str(), conn.desktop(), lease_ms, host, limit],
+            params![now, origin.as_str(), conn.desktop(), lease_ms, host, limit, conn.own_tags()],
             |row| {
-                let queued_on: Option<String> = row.get(7)?;
+                let path = StoredPath::from_stored(row.get(1)?, row.get(6)?);
+                let sha256: Option<String> = row.get(2)?;
+                let tag: Option<String> = row.get(7)?;
+                let whose = conn.judge_path(&path, sha256.as_deref(), tag.as_deref());
                 Ok(Claimed {
                     id: row.get(0)?,
-                    path: StoredPath::from_stored(row.get(1)?, row.get(6)?),
-                    sha256: row.get(2)?,
+                    trusted: whose == Tagged::Mine,
+                    elsewhere: whose == Tagged::Anothers,
+                    path,
+                    sha256,
                     more: Vec::new(),
                     attempts: row.get(3)?,
                     origin,
                     batch: row.get(5)?,
-                    elsewhere: matches!((&queued_on, host), (Some(on), Some(here)) if on != here),
+                    shared: host.is_some(),
                 })
             },
         )?;
@@ -678,13 +722,17 @@ pub(crate) fn claim(
 /// An item's photos after its first, in order.
 fn more_photos(conn: &Db<'_>, item: ItemId) -> Result<Vec<MorePhoto>, ImportError> {
     Ok(conn.query_map(
-        "SELECT position, path, path_bytes, sha256 FROM import_item_photos WHERE item_id = ?1 ORDER BY position",
+        "SELECT position, path, path_bytes, sha256, path_tag FROM import_item_photos WHERE item_id = ?1 ORDER BY position",
         params![item],
         |r| {
+            let path = StoredPath::from_stored(r.get(1)?, r.get(2)?);
+            let sha256: Option<String> = r.get(3)?;
+            let tag: Option<String> = r.get(4)?;
             Ok(MorePhoto {
                 position: r.get(0)?,
-                path: StoredPath::from_stored(r.get(1)?, r.get(2)?),
-                sha256: r.get(3)?,
+                trusted: conn.judge_path(&path, sha256.as_deref(), tag.as_deref()) == Tagged::Mine,
+                path,
+                sha256,
             })
         },
     )?)
@@ -1266,17 +1314,25 @@ struct ItemPhotoRow {
     path_bytes: Option<Vec<u8>>,
     sha256: Option<String>,
     photo_id: Option<PhotoId>,
+    /// The queuing desktop's tag, carried with the photo (never made here: a regrouped photo is
+    /// still the row it was, trusted exactly as before).
+    path_tag: Option<String>,
 }
 
 /// An item's state, origin, batch mode and photos, in order (its own first).
 fn photos_of(tx: &Db<'_>, id: ItemId) -> Result<(ItemState, String, bool, Vec<ItemPhotoRow>), ImportError> {
     let (state, origin, batch, first) = tx
         .query_row(
-            "SELECT state, origin, batch, path, path_bytes, sha256, photo_id FROM import_items WHERE id = ?1",
+            "SELECT state, origin, batch, path, path_bytes, sha256, photo_id, path_tag FROM import_items WHERE id = ?1",
             params![id],
             |r| {
-                let photo =
-                    ItemPhotoRow { path: r.get(3)?, path_bytes: r.get(4)?, sha256: r.get(5)?, photo_id: r.get(6)? };
+                let photo = ItemPhotoRow {
+                    path: r.get(3)?,
+                    path_bytes: r.get(4)?,
+                    sha256: r.get(5)?,
+                    photo_id: r.get(6)?,
+                    path_tag: r.get(7)?,
+                };
                 Ok((parse_state(r, 0)?, r.get::<String>(1)?, r.get::<bool>(2)?, photo))
             },
         )
@@ -1284,9 +1340,17 @@ fn photos_of(tx: &Db<'_>, id: ItemId) -> Result<(ItemState, String, bool, Vec<It
         .ok_or(ImportError::NotFound(id))?;
     let mut photos = vec![first];
     photos.extend(tx.query_map(
-        "SELECT path, path_bytes, sha256, photo_id FROM import_item_photos WHERE item_id = ?1 ORDER BY position",
+        "SELECT path, path_bytes, sha256, photo_id, path_tag FROM import_item_photos WHERE item_id = ?1 ORDER BY position",
         params![id],
-        |r| Ok(ItemPhotoRow { path: r.get(0)?, path_bytes: r.get(1)?, sha256: r.get(2)?, photo_id: r.get(3)? }),
+        |r| {
+            Ok(ItemPhotoRow {
+                path: r.get(0)?,
+                path_bytes: r.get(1)?,
+                sha256: r.get(2)?,
+                photo_id: r.get(3)?,
+                path_tag: r.get(4)?,
+            })
+        },
     )?);
     Ok((state, origin, batch, photos))
 }
@@ -1308,15 +1372,15 @@ fn write_photos(
     tx.execute("DELETE FROM import_item_photos WHERE item_id = ?1", params![id])?;
     tx.execute(
         "UPDATE import_items SET path = ?2, path_bytes = ?3, sha256 = ?4, photo_id = ?5, group_json = NULL,
-                                 updated_at = ?6
+                                 updated_at = ?6, path_tag = ?7
          WHERE id = ?1",
-        params![id, first.path, first.path_bytes, first.sha256, first.photo_id, now],
+        params![id, first.path, first.path_bytes, first.sha256, first.photo_id, now, first.path_tag],
     )?;
     for (position, photo) in (1i64..).zip(&photos[1..]) {
         tx.execute(
-            "INSERT INTO import_item_photos (item_id, position, path, path_bytes, sha256, photo_id)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![id, position, photo.path, photo.path_bytes, photo.sha256, photo.photo_id],
+            "INSERT INTO import_item_photos (item_id, position, path, path_bytes, sha256, photo_id, path_tag)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![id, position, photo.path, photo.path_bytes, photo.sha256, photo.photo_id, photo.path_tag],
         )?;
     }
     if state != ItemState::Queued {
