@@ -1257,3 +1257,54 @@ async fn catalog_flag_with_a_path_opens_that_sqlite_file() {
     assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
     assert!(file.exists(), "the catalog was created at the given path");
 }
+
+/// A NUL (and the other control characters) in Gemini's answer never reaches the catalog: the
+/// answer is saved without them, each field flagged; a desktop's catalog holding it copies to a
+/// team server, and a team `extract --save` on the server saves it with its call recorded
+/// (PostgreSQL's text cannot hold a NUL; issue 32).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_nul_in_an_answer_is_removed_so_a_team_save_and_a_copy_to_the_server_go_through() {
+    let fake = FakeGemini::start(FakeOptions::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &fake.base_url() as &str)];
+    let answer = json!({
+        "name": "Oat\u{0} Drink\u{1b}[2J",
+        "brand": "Oat\u{0}ly",
+        "description": "one\u{0}\ntwo",
+        "attributes": [{"name": "Fla\u{0}vor", "value": "Vanilla\u{0}"}],
+    });
+    fake.push(Behavior::Fixed(answer.clone()));
+    let out = cli(dir.path(), &env, &["extract", "--save", "--json", fixture().to_str().unwrap()]).await;
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+    let line = &json_lines(&out)[0];
+    assert_eq!(line["product"]["name"], "Oat Drink[2J", "{line}");
+    assert_eq!(line["product"]["description"], "one\ntwo", "{line}");
+    let flagged: Vec<&str> = line["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "control_characters_removed")
+        .map(|f| f["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(flagged, ["name", "brand", "description", "attributes[0].name", "attributes[0].value"], "{line}");
+
+    let url = pe_core::catalog::server::testing::fresh_database("cli_nul").await;
+    let local = dir.path().join("catalog.sqlite3");
+    let out = cli(dir.path(), &[], &["catalog", "copy", "--from", local.to_str().unwrap(), "--to", &url]).await;
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+
+    let shot = dir.path().join("team.jpg");
+    std::fs::write(&shot, fake_gemini::photos::sample_jpeg(4242, 320, 240, 85)).unwrap();
+    fake.push(Behavior::Fixed(answer));
+    let out = cli(dir.path(), &env, &["--catalog", &url, "extract", "--save", "--json", shot.to_str().unwrap()]).await;
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+    let line = &json_lines(&out)[0];
+    assert_eq!(line["saved_product_id"], 2, "{line}");
+    let out = cli(dir.path(), &[], &["--catalog", &url, "products", "list", "--json"]).await;
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = rows.as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["Oat Drink[2J", "Oat Drink[2J"], "{rows}");
+    let out = cli(dir.path(), &[], &["--catalog", &url, "usage", "--json"]).await;
+    let summary = json_lines(&out).pop().unwrap();
+    assert_eq!(summary["summary"]["cost"]["calls"], 2, "both calls are in the cost meter: {summary}");
+}
