@@ -10,7 +10,9 @@
 //! Spreadsheets run a cell that starts with `=`, `+`, `-` or `@` as a formula (and some also
 //! treat a leading tab or carriage return that way). Product text is untrusted (it came from a
 //! photo, through a model), so in both CSV formats every *text* cell that starts with one of
-//! those characters is written with a leading `'`, which spreadsheets show as text. Numbers we
+//! those characters is written with a leading `'`, which spreadsheets show as text — also when
+//! whitespace or invisible characters (a zero-width space, a BOM) come first, or the character
+//! is a look-alike that NFKC folds into one of them (the fullwidth `＝`) ([`guard`]). Numbers we
 //! format ourselves (prices, ids, revisions) are never prefixed. The guard is not reversible for
 //! a value that itself starts with `'` followed by one of those characters; JSON and JSON Lines
 //! carry the values unchanged.
