@@ -1257,3 +1257,175 @@ async fn catalog_flag_with_a_path_opens_that_sqlite_file() {
     assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
     assert!(file.exists(), "the catalog was created at the given path");
 }
+
+/// What a terminal would act on: a control character other than the newline, a bidi override or
+/// isolate, a zero-width character. None may reach a human's output as it is.
+fn acting(c: char) -> bool {
+    (c.is_control() && c != '\n') || pe_core::text::is_invisible(c)
+}
+
+/// Asserts that `out`'s stdout and stderr hold nothing a terminal would act on; returns both.
+fn shown_safely(out: &Output) -> (String, String) {
+    let (stdout, stderr) = text(out);
+    for (name, stream) in [("stdout", &stdout), ("stderr", &stderr)] {
+        let raw: Vec<char> = stream.chars().filter(|&c| acting(c)).collect();
+        assert!(raw.is_empty(), "{name} holds {raw:?} as it is: {stream:?}");
+    }
+    (stdout, stderr)
+}
+
+/// Escape sequences and bidi overrides in a file's name, in Gemini's answer, in a product another
+/// client wrote to the catalog (a colleague's desktop on a team catalog, an older version) and in
+/// Gemini's error message never reach the terminal as they are: `extract`, `products list`,
+/// `products show`, an error line and a usage error show them as visible escapes, each product
+/// and file on its own line; `--json` carries them as serde writes them (issue 32).
+#[tokio::test(flavor = "multi_thread")]
+async fn escape_sequences_in_names_answers_and_errors_are_shown_not_run() {
+    let fake = FakeGemini::start(FakeOptions::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &fake.base_url() as &str)];
+    // ESC[2J clears the screen, CR goes back to the line's start, U+202E reverses what follows.
+    let photo = dir.path().join("shot\u{1b}[2J\r\u{202e}gpj.jpg");
+    std::fs::copy(fixture(), &photo).unwrap();
+    // Gemini's answer: the bidi and zero-width characters stay in the catalog (they are text), the
+    // control characters do not (see the next test).
+    fake.push(Behavior::Fixed(json!({
+        "name": "Oat Drink \u{202e}1 gk\u{200b}",
+        "brand": "Oat\u{2066}ly\u{2069}",
+        "description": "Line one\nline two",
+    })));
+    let out = cli(dir.path(), &env, &["extract", "--save", photo.to_str().unwrap()]).await;
+    let (stdout, stderr) = shown_safely(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    let line = stdout.lines().next().unwrap();
+    assert!(line.starts_with("ok    ") && line.contains("shot\\x1b[2J\\r\\u{202e}gpj.jpg: "), "{line}");
+    assert!(line.contains("Oat Drink \\u{202e}1 gk\\u{200b} (Oat\\u{2066}ly\\u{2069})"), "{line}");
+
+    // `--json` is unchanged: serde's escapes for control characters, the rest as it is.
+    let out = cli(dir.path(), &env, &["products", "list", "--json"]).await;
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows[0]["name"], "Oat Drink \u{202e}1 gk\u{200b}");
+
+    // Another client wrote the product: control characters in every field, a colleague's name.
+    let catalog = pe_core::catalog::Catalog::open(&dir.path().join("catalog.sqlite3")).unwrap();
+    let record = catalog.get_product(1).await.unwrap();
+    let hostile = pe_core::product::Product {
+        name: "Oat\u{1b}]0;owned\u{7}\u{1b}]8;;https://evil.example\u{1b}\\Drink\u{8}\u{8}\u{9b}31m".into(),
+        brand: Some("Oat\rly".into()),
+        color: Some("Bl\u{1b}[8mue".into()),
+        description: Some("Line one\n\u{1b}[2Jline two\u{7f}".into()),
+        attributes: vec![pe_core::product::Attribute { name: "Fla\u{1b}[5mvor".into(), value: "Van\u{0}illa".into() }],
+        ..record.saved.clone()
+    };
+    catalog
+        .update_product(pe_core::catalog::UpdateProduct {
+            id: 1,
+            expected_revision: record.revision,
+            saved: hostile,
+            attempt_id: None,
+            source: pe_core::catalog::RevisionSource::Edit,
+            saved_by: "mallory\u{1b}]0;pwned\u{7}".into(),
+            saved_at: record.updated_at + 1,
+        })
+        .await
+        .unwrap();
+    drop(catalog);
+
+    let out = cli(dir.path(), &env, &["products", "list"]).await;
+    let (stdout, stderr) = shown_safely(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(stdout.lines().count(), 1, "one product, one line: {stdout}");
+    assert!(
+        stdout.contains("Oat\\x1b]0;owned\\x07\\x1b]8;;https://evil.example\\x1b\\Drink\\x08\\x08\\u{9b}31m"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Oat\\rly"), "{stdout}");
+
+    let out = cli(dir.path(), &env, &["products", "show", "1"]).await;
+    let (stdout, stderr) = shown_safely(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    for shown in [
+        "#1 Oat\\x1b]0;owned\\x07",
+        "  description  Line one\n               \\x1b[2Jline two\\x7f\n",
+        "  color        Bl\\x1b[8mue\n",
+        "  photo        ",
+        "shot\\x1b[2J\\r\\u{202e}gpj.jpg\n",
+        "  attribute    Fla\\x1b[5mvor: Van\\x00illa\n",
+        "by mallory\\x1b]0;pwned\\x07",
+    ] {
+        assert!(stdout.contains(shown), "{shown:?} in {stdout}");
+    }
+
+    // Gemini's error message, on the file's error line.
+    let other = dir.path().join("other\u{1b}[1A.jpg");
+    std::fs::write(&other, fake_gemini::photos::sample_jpeg(321, 320, 240, 85)).unwrap();
+    fake.push(Behavior::HttpError {
+        code: 400,
+        status: "INVALID_ARGUMENT".into(),
+        message: "Bad\u{1b}[2J request\u{7}\r\u{202e}".into(),
+    });
+    let out = cli(dir.path(), &env, &["extract", other.to_str().unwrap()]).await;
+    let (stdout, stderr) = shown_safely(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    let line = stdout.lines().next().unwrap();
+    assert!(line.starts_with("error ") && line.contains("other\\x1b[1A.jpg: ["), "{line}");
+    assert!(line.contains("Bad\\x1b[2J request\\x07\\r\\u{202e}"), "{line}");
+
+    // A usage error naming a file.
+    let missing = dir.path().join("gone\u{1b}]0;title\u{7}.jpg");
+    let out = cli(dir.path(), &env, &[missing.to_str().unwrap()]).await;
+    let (stdout, stderr) = shown_safely(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("gone\\x1b]0;title\\x07.jpg"), "{stderr}");
+}
+
+/// A NUL (and the other control characters) in Gemini's answer never reaches the catalog: the
+/// answer is saved without them, each field flagged; a desktop's catalog holding it copies to a
+/// team server, and a team `extract --save` on the server saves it with its call recorded
+/// (PostgreSQL's text cannot hold a NUL; issue 32).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_nul_in_an_answer_is_removed_so_a_team_save_and_a_copy_to_the_server_go_through() {
+    let fake = FakeGemini::start(FakeOptions::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &fake.base_url() as &str)];
+    let answer = json!({
+        "name": "Oat\u{0} Drink\u{1b}[2J",
+        "brand": "Oat\u{0}ly",
+        "description": "one\u{0}\ntwo",
+        "attributes": [{"name": "Fla\u{0}vor", "value": "Vanilla\u{0}"}],
+    });
+    fake.push(Behavior::Fixed(answer.clone()));
+    let out = cli(dir.path(), &env, &["extract", "--save", "--json", fixture().to_str().unwrap()]).await;
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+    let line = &json_lines(&out)[0];
+    assert_eq!(line["product"]["name"], "Oat Drink[2J", "{line}");
+    assert_eq!(line["product"]["description"], "one\ntwo", "{line}");
+    let flagged: Vec<&str> = line["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "control_characters_removed")
+        .map(|f| f["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(flagged, ["name", "brand", "description", "attributes[0].name", "attributes[0].value"], "{line}");
+
+    let url = pe_core::catalog::server::testing::fresh_database("cli_nul").await;
+    let local = dir.path().join("catalog.sqlite3");
+    let out = cli(dir.path(), &[], &["catalog", "copy", "--from", local.to_str().unwrap(), "--to", &url]).await;
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+
+    let shot = dir.path().join("team.jpg");
+    std::fs::write(&shot, fake_gemini::photos::sample_jpeg(4242, 320, 240, 85)).unwrap();
+    fake.push(Behavior::Fixed(answer));
+    let out = cli(dir.path(), &env, &["--catalog", &url, "extract", "--save", "--json", shot.to_str().unwrap()]).await;
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+    let line = &json_lines(&out)[0];
+    assert_eq!(line["saved_product_id"], 2, "{line}");
+    let out = cli(dir.path(), &[], &["--catalog", &url, "products", "list", "--json"]).await;
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = rows.as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["Oat Drink[2J", "Oat Drink[2J"], "{rows}");
+    let out = cli(dir.path(), &[], &["--catalog", &url, "usage", "--json"]).await;
+    let summary = json_lines(&out).pop().unwrap();
+    assert_eq!(summary["summary"]["cost"]["calls"], 2, "both calls are in the cost meter: {summary}");
+}

@@ -10,7 +10,6 @@ mod products;
 mod usage;
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -27,6 +26,7 @@ use pe_core::{ErrorCode, ErrorReport};
 use serde_json::{json, Value};
 
 use crate::state::{process_env, AppState, Paths};
+use crate::terminal::{self, errln, outln};
 
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILED: i32 = 1;
@@ -167,7 +167,8 @@ pub enum ProductsCommand {
         json: bool,
     },
     /// Export every saved product, ordered by id. CSV text cells that start with `=`, `+`, `-`,
-    /// `@`, tab or CR get a leading `'` so spreadsheets do not run them as formulas.
+    /// `@`, tab or CR (also behind whitespace or invisible characters, or as a look-alike such as
+    /// the fullwidth `＝`) get a leading `'` so spreadsheets do not run them as formulas.
     Export {
         /// `shopify`: Shopify's product CSV import (drafts); `csv`: every saved field flattened;
         /// `json`: one array; `jsonl`: one object a line.
@@ -305,7 +306,7 @@ pub fn run(global: &Global, command: Command) -> i32 {
     // so a script's log shows why nothing else happens yet.
     let mut tell = |step: &pe_core::catalog::MigrationStep| {
         if step.from > 0 {
-            eprintln!("Updating the catalog from version {} to {}: {step}…", step.from, step.to);
+            errln!("Updating the catalog from version {} to {}: {step}…", step.from, step.to);
         }
     };
     let state = match AppState::open_with_progress(paths, process_env(), &mut tell) {
@@ -381,9 +382,9 @@ async fn catalog_check(global: &Global, json: bool) -> i32 {
     match checked {
         Ok(check) => {
             if json {
-                println!("{}", json!(check));
+                let _ = terminal::out_json(&json!(check));
             } else {
-                println!(
+                outln!(
                     "{}: PostgreSQL {}, catalog schema version {}{}",
                     check.url,
                     check.server_version,
@@ -405,9 +406,9 @@ async fn catalog_check(global: &Global, json: bool) -> i32 {
 fn failed_with(error: impl Into<ErrorReport>, json: bool) -> i32 {
     let report = error.into();
     if json {
-        println!("{}", json!({ "error": report }));
+        let _ = terminal::out_json(&json!({ "error": report }));
     }
-    eprintln!("error: {}", report.message);
+    errln!("error: {}", report.message);
     EXIT_FAILED
 }
 
@@ -420,18 +421,18 @@ async fn catalog_copy(from: &str, to: &str, json: bool) -> i32 {
         (Ok(from), Ok(to)) => (from, to),
         (Err(code), _) | (_, Err(code)) => return code,
     };
-    eprintln!("Copying the catalog {from} to {to}…");
+    errln!("Copying the catalog {from} to {to}…");
     let env = |k: &str| std::env::var(k).ok();
     match pe_core::catalog::copy::copy_catalog(&from, &to, &env).await {
         Ok(report) => {
             if json {
-                println!("{}", json!(report));
+                let _ = terminal::out_json(&json!(report));
             } else {
                 let width = report.tables.iter().map(|t| t.table.len()).max().unwrap_or(0);
                 for table in &report.tables {
-                    println!("{:<width$}  {:>9}", table.table, table.rows);
+                    outln!("{:<width$}  {:>9}", table.table, table.rows);
                 }
-                println!("Copied {} to {}; every table's row count checked.", report.from, report.to);
+                outln!("Copied {} to {}; every table's row count checked.", report.from, report.to);
             }
             EXIT_OK
         }
@@ -440,7 +441,7 @@ async fn catalog_copy(from: &str, to: &str, json: bool) -> i32 {
 }
 
 fn usage_error(message: &str) -> i32 {
-    eprintln!("error: {message}");
+    errln!("error: {message}");
     EXIT_USAGE
 }
 
@@ -471,7 +472,7 @@ async fn extract(state: &AppState, args: ExtractArgs) -> i32 {
         Err(e) => return usage_error(&ErrorReport::from(e).message),
     };
     if !queue.is_working() {
-        eprintln!("note: another product-extractor (the window, or an import) works this catalog's queue; the files are handed to it");
+        errln!("note: another product-extractor (the window, or an import) works this catalog's queue; the files are handed to it");
     }
     let given: HashMap<PathBuf, PathBuf> =
         args.files.iter().map(|f| (std::path::absolute(f).unwrap_or_else(|_| f.clone()), f.clone())).collect();
@@ -479,22 +480,21 @@ async fn extract(state: &AppState, args: ExtractArgs) -> i32 {
     let enqueued = match queue.enqueue_files(args.files, enqueue).await {
         Ok(enqueued) => enqueued,
         Err(e) => {
-            eprintln!("error: {}", ErrorReport::from(e));
+            errln!("error: {}", ErrorReport::from(e));
             return EXIT_FAILED;
         }
     };
     let (mut ok, mut failed) = (0usize, 0usize);
     let mut cost = CostTotal::default();
-    let mut stdout = std::io::stdout().lock();
     for file in &enqueued.files {
         let detail = tokio::select! {
             detail = queue.finished(file.result_of) => detail,
             message = import::disk_full(&queue) => {
-                eprintln!("error: {message}");
+                errln!("error: {message}");
                 return EXIT_FAILED;
             }
             _ = tokio::signal::ctrl_c() => {
-                eprintln!("interrupted: the files wait in the queue; run the same command again to get their results");
+                errln!("interrupted: the files wait in the queue; run the same command again to get their results");
                 return EXIT_FAILED;
             }
         };
@@ -518,25 +518,30 @@ async fn extract(state: &AppState, args: ExtractArgs) -> i32 {
         }
         let stored = file.stored_path().to_path_buf();
         let shown = given.get(&stored).cloned().unwrap_or(stored);
-        let line = if args.json { json_line(&shown, &outcome, billed, barcodes) } else { text_line(&shown, &outcome) };
-        if writeln!(stdout, "{line}").and_then(|()| stdout.flush()).is_err() {
+        let written = if args.json {
+            terminal::out_json(&json_line(&shown, &outcome, billed, barcodes))
+        } else {
+            terminal::out(&text_line(&shown, &outcome))
+        };
+        if written.is_err() {
             return EXIT_FAILED;
         }
     }
     queue.shutdown().await;
     let breaker = pipeline.stack().breaker().actuator_json();
-    let summary = if args.json {
+    let written = if args.json {
         let cost = cost_json(&cost);
-        json!({"summary": {"files": ok + failed, "ok": ok, "failed": failed, "cost": cost, "breaker": breaker}})
-            .to_string()
+        terminal::out_json(
+            &json!({"summary": {"files": ok + failed, "ok": ok, "failed": failed, "cost": cost, "breaker": breaker}}),
+        )
     } else {
-        format!(
+        terminal::out(&format!(
             "{ok} ok, {failed} failed; {}; Gemini circuit breaker {}",
             cost_text(&cost),
             breaker["state"].as_str().unwrap_or("?")
-        )
+        ))
     };
-    if writeln!(stdout, "{summary}").is_err() {
+    if written.is_err() {
         return EXIT_FAILED;
     }
     if failed == 0 {
@@ -632,11 +637,11 @@ async fn breaker(state: &AppState, json: bool) -> i32 {
         actuator["restoredFrom"] = json!(at);
     }
     if json {
-        println!("{}", json!({"circuitBreakers": {breaker.name(): actuator}}));
+        let _ = terminal::out_json(&json!({"circuitBreakers": {breaker.name(): actuator}}));
     } else {
         let snap = stack.snapshot();
         let from = restored.map(|at| format!(" (restored from the last run, saved {at})")).unwrap_or_default();
-        println!("circuit breaker {}: {}{from}", breaker.name(), actuator["state"].as_str().unwrap_or("?"));
+        outln!("circuit breaker {}: {}{from}", breaker.name(), actuator["state"].as_str().unwrap_or("?"));
         for key in [
             "failureRate",
             "slowCallRate",
@@ -650,11 +655,13 @@ async fn breaker(state: &AppState, json: bool) -> i32 {
                 serde_json::Value::String(text) => text.clone(),
                 other => other.to_string(),
             };
-            println!("  {key:<18} {value}");
+            outln!("  {key:<18} {value}");
         }
-        println!(
+        outln!(
             "  bulkhead           {} of {} slots free; retry max_attempts {}",
-            snap.bulkhead.available_concurrent_calls, snap.bulkhead.max_concurrent_calls, snap.retry.max_attempts
+            snap.bulkhead.available_concurrent_calls,
+            snap.bulkhead.max_concurrent_calls,
+            snap.retry.max_attempts
         );
     }
     EXIT_OK
@@ -767,20 +774,25 @@ pub(crate) fn put_file(value: &mut Value, path: &StoredPath) {
     *value = Value::Object(line);
 }
 
+/// `extract`'s line for a file: one line, whatever the file's name, the answer or the error hold
+/// (each a [`terminal::field`]).
 fn text_line(file: &std::path::Path, outcome: &Outcome) -> String {
-    let file = file.display();
+    let file = terminal::path(file);
     match outcome {
         Ok((e, saved)) => {
             let p = &e.product;
-            let brand = p.brand.as_deref().map(|b| format!(" ({b})")).unwrap_or_default();
+            let brand = p.brand.as_deref().map(|b| format!(" ({})", terminal::field(b))).unwrap_or_default();
             let flags = if e.flags.is_empty() { String::new() } else { format!(", {} flagged", e.flags.len()) };
             let saved = saved.map(|id| format!(", saved as #{id}")).unwrap_or_default();
             format!(
                 "ok    {file}: {}{brand} — {} ms, {} in / {} out tokens{flags}{saved}",
-                p.name, e.latency_ms, e.usage.prompt_tokens, e.usage.output_tokens
+                terminal::field(&p.name),
+                e.latency_ms,
+                e.usage.prompt_tokens,
+                e.usage.output_tokens
             )
         }
-        Err(error) => format!("error {file}: [{}] {}", error.code, error.message),
+        Err(error) => format!("error {file}: [{}] {}", error.code, terminal::field(&error.message)),
     }
 }
 
@@ -816,27 +828,34 @@ async fn list_products(state: &AppState, json: bool, query: Option<&str>) -> i32
                 }
             }
             Err(e) => {
-                eprintln!("error: {}", ErrorReport::from(e));
+                errln!("error: {}", ErrorReport::from(e));
                 return EXIT_FAILED;
             }
         }
     }
     if json {
         let rows: Vec<_> = all.iter().map(summary_json).collect();
-        println!("{}", serde_json::Value::Array(rows));
+        let _ = terminal::out_json(&serde_json::Value::Array(rows));
     } else if all.is_empty() {
-        println!("{}", if query.is_some() { "No product matches." } else { "The catalog is empty." });
+        outln!("{}", if query.is_some() { "No product matches." } else { "The catalog is empty." });
     } else {
         for p in &all {
-            let price = p.price.as_ref().map(|pr| format!("{:.2} {}", pr.amount, pr.currency)).unwrap_or_default();
-            println!(
+            let price = p
+                .price
+                .as_ref()
+                .map(|pr| format!("{:.2} {}", pr.amount, terminal::field(&pr.currency)))
+                .unwrap_or_default();
+            let written = terminal::out(&format!(
                 "#{:<6} {:<40} {:<20} {:<14} {}",
                 p.id,
-                p.name,
-                p.brand.as_deref().unwrap_or("-"),
-                p.gtin.as_deref().unwrap_or("-"),
+                terminal::field(&p.name),
+                terminal::field(p.brand.as_deref().unwrap_or("-")),
+                terminal::field(p.gtin.as_deref().unwrap_or("-")),
                 price
-            );
+            ));
+            if written.is_err() {
+                return EXIT_FAILED;
+            }
         }
     }
     EXIT_OK
@@ -849,18 +868,18 @@ async fn export_products(state: &AppState, format: ExportFormat, out: Option<Pat
         return match state.catalog().export(format, Box::new(std::io::stdout())).await {
             Ok(_) => EXIT_OK,
             Err(e) => {
-                eprintln!("error: {}", ErrorReport::from(e));
+                errln!("error: {}", ErrorReport::from(e));
                 EXIT_FAILED
             }
         };
     };
     match state.catalog().export_to_file(format, &path).await {
         Ok(summary) => {
-            eprintln!("exported {} products to {}", summary.rows, path.display());
+            errln!("exported {} products to {}", summary.rows, terminal::path(&path));
             EXIT_OK
         }
         Err(e) => {
-            eprintln!("error: {}", ErrorReport::from(e));
+            errln!("error: {}", ErrorReport::from(e));
             EXIT_FAILED
         }
     }

@@ -21,6 +21,7 @@ pub mod opening;
 pub mod secrets;
 pub mod state;
 pub mod team;
+pub mod terminal;
 pub mod thumbnails;
 
 use std::path::{Path, PathBuf};
@@ -110,7 +111,10 @@ pub fn main_entry() -> i32 {
 fn run_window(global: &cli::Global, open: Vec<PathBuf>) -> i32 {
     // A word that is no file is a mistyped subcommand more likely than a photo.
     if let Some(missing) = open.iter().find(|p| !p.exists()) {
-        eprintln!("error: no such file, folder or command: {} (see `product-extractor --help`)", missing.display());
+        terminal::errln!(
+            "error: no such file, folder or command: {} (see `product-extractor --help`)",
+            terminal::path(missing)
+        );
         return cli::EXIT_USAGE;
     }
     let paths = global.paths();
@@ -118,7 +122,7 @@ fn run_window(global: &cli::Global, open: Vec<PathBuf>) -> i32 {
         Ok(Some(pe_core::catalog::server::CatalogUrl::Server(url))) => Some(url),
         Ok(_) => None,
         Err(e) => {
-            eprintln!("error: {}", e.message);
+            terminal::errln!("error: {}", e.message);
             return cli::EXIT_USAGE;
         }
     };
@@ -126,7 +130,7 @@ fn run_window(global: &cli::Global, open: Vec<PathBuf>) -> i32 {
         Ok(paths) => paths,
         Err(_) if server.is_some() => paths,
         Err(e) => {
-            eprintln!("error: {}", e.message);
+            terminal::errln!("error: {}", e.message);
             return cli::EXIT_USAGE;
         }
     };
@@ -147,7 +151,7 @@ fn run_window(global: &cli::Global, open: Vec<PathBuf>) -> i32 {
     let state = match opened {
         Ok(state) => state,
         Err(e) => {
-            eprintln!("error: {}", e.message);
+            terminal::errln!("error: {}", e.message);
             return cli::EXIT_USAGE;
         }
     };
@@ -175,7 +179,7 @@ fn run_window(global: &cli::Global, open: Vec<PathBuf>) -> i32 {
         Err(e) if e.to_string().contains(CLOSING_INSTANCE) => relaunch_after(&e),
         Err(e) => {
             tracing::error!("the window failed: {e}");
-            eprintln!("error: the window failed: {e}");
+            terminal::errln!("error: the window failed: {e}");
             cli::EXIT_FAILED
         }
     }
@@ -208,7 +212,7 @@ fn relaunch_after(error: &tauri::Error) -> i32 {
             tracing::error!("starting over failed: {failed}");
         }
     }
-    eprintln!("error: the window failed: {error}");
+    terminal::errln!("error: the window failed: {error}");
     cli::EXIT_FAILED
 }
 

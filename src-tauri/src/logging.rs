@@ -33,7 +33,7 @@ pub fn init(log_dir: &Path, also_stderr: bool) -> Option<WorkerGuard> {
             (Some(fmt::layer().with_ansi(false).with_writer(writer)), Some(guard))
         }
         Err(e) => {
-            eprintln!("warning: cannot write logs to {}: {e}", log_dir.display());
+            crate::terminal::errln!("warning: cannot write logs to {}: {e}", crate::terminal::path(log_dir));
             (None, None)
         }
     };

@@ -18,6 +18,8 @@
 //! - [`resilience`] is the circuit breaker for calls to Gemini, with Resilience4j's semantics;
 //!   [`breaker_memory`] saves it in the catalog so a restart starts from where it was.
 //! - [`pricing`] is what a call costs: the price table, the one cost rule, the daily budget.
+//! - [`text`] makes untrusted text safe where it goes: a terminal (visible escapes), the catalog
+//!   (control characters removed), a spreadsheet cell (the formula guard's look-alikes).
 //! - [`config`] and [`error`] are shared by all of them; [`memory`] is the allocator setting the
 //!   app applies at startup so that a long import's memory stays flat; [`disk`] is the free space
 //!   the import keeps on the catalog's disk.
@@ -40,5 +42,6 @@ pub mod pricing;
 pub mod product;
 pub mod resilience;
 pub mod stored_path;
+pub mod text;
 
 pub use error::{Coded, ErrorCode, ErrorReport};

@@ -556,7 +556,8 @@ impl GeminiCall {
             self;
         let mut outcome = match result {
             Ok(mut answer) => {
-                let (product, flags) = proposal(std::mem::take(&mut answer.product), &barcodes);
+                let cleaning = std::mem::take(&mut answer.cleaning);
+                let (product, flags) = proposal(std::mem::take(&mut answer.product), cleaning, &barcodes);
                 answer.product = product;
                 let photos = 1 + more_photos.len();
                 let read = answer.sources.as_ref().map(|s| field_sources(s, photos)).unwrap_or_default();
@@ -626,11 +627,14 @@ impl GeminiCall {
 }
 
 /// Gemini's product as the reviewer is shown it, with its flags: the barcodes read on the photo
-/// applied ([`barcode::apply_barcodes`]: a barcode is the truth for `gtin`), then validated. The
-/// one place a proposal is made, for a direct call and a batch's answer alike.
-pub fn proposal(mut product: Product, barcodes: &[Barcode]) -> (Product, Vec<FieldFlag>) {
+/// applied ([`barcode::apply_barcodes`]: a barcode is the truth for `gtin`), then validated, with
+/// the flags of the answer's cleaning (`cleaning`, [`Product::cleaned`]: the control characters
+/// removed, the values cut to their maximum). The one place a proposal is made, for a direct call
+/// and a batch's answer alike.
+pub fn proposal(mut product: Product, cleaning: Vec<FieldFlag>, barcodes: &[Barcode]) -> (Product, Vec<FieldFlag>) {
     let read = barcode::apply_barcodes(&mut product, barcodes);
     let mut flags = product.validate();
+    flags.extend(cleaning);
     flags.extend(read);
     (product, flags)
 }

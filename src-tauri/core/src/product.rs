@@ -4,6 +4,11 @@
 //! `responseJsonSchema` is generated from it (schemars), and so are the UI's TypeScript types
 //! (ts-rs). Validation never drops a value: a field that fails a check is kept as it is and
 //! reported as a [`FieldFlag`], so the reviewer sees it highlighted and decides.
+//!
+//! Two things are changed in a model's answer before anyone sees it ([`Product::cleaned`]), each
+//! with a flag on the field: control characters other than tab and newline are removed (a NUL
+//! cannot be stored on a PostgreSQL catalog, an escape sequence acts on a terminal), and a value
+//! longer than its field's maximum ([`MAX_CHARS`]) is cut there.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -81,6 +86,12 @@ pub enum FlagKind {
     /// A barcode read on the photo decided (or could not decide) the value: the message says
     /// what the barcode says and what Gemini read. Saving is allowed.
     Barcode,
+    /// Control characters (other than tab and newline) were removed from Gemini's answer for
+    /// this field ([`Product::cleaned`]): what is left may read differently. Saving is allowed.
+    ControlCharactersRemoved,
+    /// Gemini's answer for this field was longer than the field's maximum ([`MAX_CHARS`]) and is
+    /// cut there ([`Product::cleaned`]). Saving is allowed.
+    TooLong,
 }
 
 /// A field the reviewer should look at.
@@ -98,6 +109,45 @@ impl FieldFlag {
     fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
         Self { field: field.into(), kind: FlagKind::Invalid, message: message.into() }
     }
+}
+
+/// The most characters (Unicode scalar values) each text field holds, by field as [`FieldFlag`]
+/// names it (`attributes[].name` for every attribute's name). A model's longer answer is cut there
+/// with a [`FlagKind::TooLong`] flag ([`Product::cleaned`]); a longer value saved in review is
+/// invalid ([`Product::validate`]). The name's 255 is Shopify's limit for a product's title, so
+/// every saved product exports; the others are generous for what a label shows.
+pub const MAX_CHARS: [(&str, usize); 12] = [
+    ("name", 255),
+    ("brand", 120),
+    ("category", 255),
+    ("description", 5000),
+    ("gtin", 32),
+    ("color", 120),
+    ("size", 120),
+    ("material", 120),
+    ("price.currency", 16),
+    ("net_content.unit", 32),
+    ("attributes[].name", 120),
+    ("attributes[].value", 1000),
+];
+
+/// The most attributes a product keeps; a model's answer with more keeps the first ones, with a
+/// [`FlagKind::TooLong`] flag on `attributes`.
+pub const MAX_ATTRIBUTES: usize = 100;
+
+/// The most entries `uncertain_fields` keeps (a model's longer list is cut silently: only field
+/// names count, and there are 11).
+pub const MAX_UNCERTAIN_FIELDS: usize = 32;
+
+/// The most characters `field` holds (see [`MAX_CHARS`]); `attributes[3].value` is
+/// `attributes[].value`'s.
+pub fn max_chars(field: &str) -> Option<usize> {
+    let general = match field.split_once('[') {
+        Some((list, rest)) => rest.split_once(']').map(|(_, tail)| format!("{list}[]{tail}")),
+        None => None,
+    };
+    let field = general.as_deref().unwrap_or(field);
+    MAX_CHARS.iter().find(|(name, _)| *name == field).map(|(_, max)| *max)
 }
 
 /// A field of [`Product`], by its serialized name.
@@ -210,6 +260,15 @@ impl Product {
         if self.name.trim().is_empty() {
             flags.push(FieldFlag::invalid("name", "a name is required"));
         }
+        for (field, value) in self.texts() {
+            let max = max_chars(&field).unwrap_or(usize::MAX);
+            if value.chars().nth(max).is_some() {
+                flags.push(FieldFlag::invalid(field, format!("at most {max} characters")));
+            }
+        }
+        if self.attributes.len() > MAX_ATTRIBUTES {
+            flags.push(FieldFlag::invalid("attributes", format!("at most {MAX_ATTRIBUTES} attributes")));
+        }
         if let Some(price) = &self.price {
             if !price.amount.is_finite() || price.amount < 0.0 {
                 flags.push(FieldFlag::invalid("price.amount", "the price must be zero or more"));
@@ -254,11 +313,111 @@ impl Product {
         self.validate().iter().all(|f| f.kind != FlagKind::Invalid)
     }
 
-    /// Trims every string, turns blank optional strings into `None` and upper-cases the currency.
-    /// Applied to what the model returns and to what the reviewer saves.
+    /// Every text field with its name as a [`FieldFlag`] names it, in schema order (the unsure
+    /// list is not text a person reads).
+    fn texts(&self) -> Vec<(String, &str)> {
+        let mut texts = vec![("name".to_owned(), self.name.as_str())];
+        let optional = [
+            ("brand", &self.brand),
+            ("category", &self.category),
+            ("description", &self.description),
+            ("gtin", &self.gtin),
+            ("color", &self.color),
+            ("size", &self.size),
+            ("material", &self.material),
+        ];
+        texts.extend(optional.into_iter().filter_map(|(f, v)| Some((f.to_owned(), v.as_deref()?))));
+        if let Some(price) = &self.price {
+            texts.push(("price.currency".into(), &price.currency));
+        }
+        if let Some(content) = &self.net_content {
+            texts.push(("net_content.unit".into(), &content.unit));
+        }
+        for (i, a) in self.attributes.iter().enumerate() {
+            texts.push((format!("attributes[{i}].name"), &a.name));
+            texts.push((format!("attributes[{i}].value"), &a.value));
+        }
+        texts
+    }
+
+    /// [`Product::texts`], to change in place.
+    fn texts_mut(&mut self) -> Vec<(String, &mut String)> {
+        let mut texts = vec![("name".to_owned(), &mut self.name)];
+        let optional = [
+            ("brand", &mut self.brand),
+            ("category", &mut self.category),
+            ("description", &mut self.description),
+            ("gtin", &mut self.gtin),
+            ("color", &mut self.color),
+            ("size", &mut self.size),
+            ("material", &mut self.material),
+        ];
+        texts.extend(optional.into_iter().filter_map(|(f, v)| Some((f.to_owned(), v.as_mut()?))));
+        if let Some(price) = &mut self.price {
+            texts.push(("price.currency".into(), &mut price.currency));
+        }
+        if let Some(content) = &mut self.net_content {
+            texts.push(("net_content.unit".into(), &mut content.unit));
+        }
+        for (i, a) in self.attributes.iter_mut().enumerate() {
+            texts.push((format!("attributes[{i}].name"), &mut a.name));
+            texts.push((format!("attributes[{i}].value"), &mut a.value));
+        }
+        texts
+    }
+
+    /// A model's answer made fit for the catalog, with a flag for each change ([`Product::normalized`]
+    /// too): control characters other than tab and newline removed from every text
+    /// ([`FlagKind::ControlCharactersRemoved`]; NUL, DEL and C1 included), then every text longer
+    /// than its maximum ([`MAX_CHARS`]) cut at a character boundary, and attributes beyond
+    /// [`MAX_ATTRIBUTES`] dropped ([`FlagKind::TooLong`]).
+    pub fn cleaned(mut self) -> (Self, Vec<FieldFlag>) {
+        let mut flags = Vec::new();
+        for (field, text) in self.texts_mut() {
+            if let Some(kept) = crate::text::strip_controls(text) {
+                let removed = text.chars().count() - kept.chars().count();
+                *text = kept;
+                let message = format!("{removed} control character(s) removed from Gemini's answer");
+                flags.push(FieldFlag { field, kind: FlagKind::ControlCharactersRemoved, message });
+            }
+        }
+        self.uncertain_fields.truncate(MAX_UNCERTAIN_FIELDS);
+        for field in &mut self.uncertain_fields {
+            if let Some(kept) = crate::text::strip_controls(field) {
+                *field = kept;
+            }
+        }
+        let mut product = self.normalized();
+        if product.attributes.len() > MAX_ATTRIBUTES {
+            let message =
+                format!("Gemini gave {} attributes; the first {MAX_ATTRIBUTES} are kept", product.attributes.len());
+            product.attributes.truncate(MAX_ATTRIBUTES);
+            flags.push(FieldFlag { field: "attributes".into(), kind: FlagKind::TooLong, message });
+        }
+        for (field, text) in product.texts_mut() {
+            let Some(max) = max_chars(&field) else { continue };
+            if let Some(cut) = crate::text::cut_to_chars(text, max) {
+                let message =
+                    format!("Gemini's answer was {} characters long; the first {max} are kept", text.chars().count());
+                *text = cut.trim_end().to_owned();
+                flags.push(FieldFlag { field, kind: FlagKind::TooLong, message });
+            }
+        }
+        (product, flags)
+    }
+
+    /// Trims every string, turns blank optional strings into `None` and upper-cases the currency,
+    /// and removes control characters other than tab and newline (the catalog never holds them;
+    /// [`Product::cleaned`] flags them in a model's answer). Applied to what the model returns and
+    /// to what the reviewer saves.
     pub fn normalized(mut self) -> Self {
         fn opt(s: Option<String>) -> Option<String> {
             s.map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+        }
+        for (_, text) in self.texts_mut() {
+            if let Some(kept) = crate::text::strip_controls(text) {
+                *text = kept;
+            }
         }
         self.name = self.name.trim().to_string();
         self.brand = opt(self.brand);
@@ -655,6 +814,93 @@ mod tests {
         assert_eq!(p.gtin.as_deref(), Some("4006381333931"));
         assert_eq!(p.price.unwrap().currency, "EUR");
         assert!(p.attributes.is_empty());
+    }
+
+    /// A model's answer: control characters (NUL, ESC, DEL, C1) removed from every text field
+    /// with a flag naming the field, tab and newline kept; every field over its maximum cut at a
+    /// character boundary with a flag; the cleaned product validates and its flags allow saving.
+    #[test]
+    fn a_models_answer_is_cleaned_with_a_flag_per_field() {
+        let answer = Product {
+            name: "Oat\u{0} Drink\u{1b}[2J".into(),
+            brand: Some("Oatly\u{7f}\u{9b}".into()),
+            description: Some("Line one\nline\ttwo\r".into()),
+            price: Some(Price { amount: 2.0, currency: "E\u{0}UR".into() }),
+            attributes: vec![Attribute { name: "Fla\u{0}vor".into(), value: "Vanilla\u{85}".into() }],
+            ..Default::default()
+        };
+        let (p, flags) = answer.cleaned();
+        assert_eq!(p.name, "Oat Drink[2J");
+        assert_eq!(p.brand.as_deref(), Some("Oatly"));
+        assert_eq!(p.description.as_deref(), Some("Line one\nline\ttwo"), "tab and newline stay");
+        assert_eq!(p.price.as_ref().unwrap().currency, "EUR");
+        assert_eq!((p.attributes[0].name.as_str(), p.attributes[0].value.as_str()), ("Flavor", "Vanilla"));
+        let flagged: Vec<_> = flags.iter().map(|f| (f.field.as_str(), f.kind)).collect();
+        let removed = FlagKind::ControlCharactersRemoved;
+        assert_eq!(
+            flagged,
+            [
+                ("name", removed),
+                ("brand", removed),
+                ("description", removed),
+                ("price.currency", removed),
+                ("attributes[0].name", removed),
+                ("attributes[0].value", removed)
+            ]
+        );
+        assert_eq!(flags[0].message, "2 control character(s) removed from Gemini's answer");
+        assert!(p.is_valid(), "{:?}", p.validate());
+
+        let clean = Product { name: "Oat Drink".into(), description: Some("a\tb\nc".into()), ..Default::default() };
+        assert_eq!(clean.clone().cleaned(), (clean, Vec::new()), "nothing to clean: no flag");
+    }
+
+    #[test]
+    fn a_models_answer_over_a_fields_maximum_is_cut_with_a_flag() {
+        let answer = Product {
+            name: "é".repeat(300),
+            brand: Some("b".repeat(121)),
+            description: Some(format!("{} end", "d".repeat(4999))),
+            attributes: (0..150).map(|i| Attribute { name: format!("k{i}"), value: "v".repeat(1001) }).collect(),
+            ..Default::default()
+        };
+        let (p, flags) = answer.cleaned();
+        assert_eq!(p.name, "é".repeat(255), "cut at a character boundary");
+        assert_eq!(p.brand.as_deref().map(str::len), Some(120));
+        assert_eq!(p.description.as_deref(), Some("d".repeat(4999).as_str()), "cut, then trimmed");
+        assert_eq!(p.attributes.len(), MAX_ATTRIBUTES);
+        assert!(p.attributes.iter().all(|a| a.value.chars().count() == 1000));
+        let too_long: Vec<_> = flags.iter().filter(|f| f.kind == FlagKind::TooLong).map(|f| f.field.as_str()).collect();
+        assert_eq!(&too_long[..4], ["attributes", "name", "brand", "description"]);
+        assert_eq!(too_long.len(), 4 + MAX_ATTRIBUTES, "each attribute's value");
+        let name = flags.iter().find(|f| f.field == "name").unwrap();
+        assert_eq!(name.message, "Gemini's answer was 300 characters long; the first 255 are kept");
+        assert!(p.is_valid(), "{:?}", p.validate());
+
+        // Just at the maximum: kept whole, no flag.
+        let (p, flags) = Product { name: "n".repeat(255), ..Default::default() }.cleaned();
+        assert_eq!((p.name.len(), flags.len()), (255, 0));
+    }
+
+    /// A reviewer's value over a field's maximum is invalid (saving is refused, the field says
+    /// the maximum); a control character typed or pasted is removed on save.
+    #[test]
+    fn a_saved_value_over_its_maximum_is_invalid_and_loses_control_characters() {
+        let p = Product { name: "n".repeat(256), description: Some("x".repeat(5001)), ..Default::default() };
+        let flags = p.validate();
+        let invalid: Vec<_> = flags.iter().map(|f| (f.field.as_str(), f.kind, f.message.as_str())).collect();
+        assert_eq!(
+            invalid,
+            [
+                ("name", FlagKind::Invalid, "at most 255 characters"),
+                ("description", FlagKind::Invalid, "at most 5000 characters")
+            ]
+        );
+        let typed = Product { name: "Oat\u{0}\u{1b} Drink".into(), ..Default::default() }.normalized();
+        assert_eq!(typed.name, "Oat Drink");
+        assert_eq!(max_chars("attributes[7].value"), Some(1000));
+        assert_eq!(max_chars("price.currency"), Some(16));
+        assert_eq!(max_chars("uncertain_fields"), None);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use fake_gemini::{FakeGemini, FakeOptions};
 use pe_core::catalog::{AttemptOutcome, AttemptUsage, Catalog, NewAttempt, NewPhoto};
 use pe_core::config::{ApiKey, GeminiConfig, ImageConfig};
 use pe_core::gemini::GeminiClient;
-use pe_core::import::{ClaimScope, EnqueueOptions, ImportOptions, ImportQueue, ImportStatus};
+use pe_core::import::{ClaimScope, EnqueueOptions, ImportOptions, ImportQueue, ImportStatus, ItemState};
 use pe_core::intake::PreparedImage;
 use pe_core::pipeline::{price_attempt, system_clock, Pipeline};
 use pe_core::pricing::{list_price, BilledTokens, PricingConfig, Usd};
@@ -111,6 +111,56 @@ async fn every_attempt_is_priced_from_its_usage_and_an_unknown_model_stays_unpri
     assert_eq!(attempt.cost_usd, None);
     let today = s.pipeline(LITE, PricingConfig::default()).spent_today().await.unwrap();
     assert_eq!((today.calls, today.usd, today.unpriced_calls), (3, expected.saturating_add(alias), 1));
+    queue.shutdown().await;
+}
+
+/// A billed call stays in the cost meter when what it answered cannot be written: the catalog
+/// refuses to make the item ready (here a trigger planted on the SQLite file; on a server, e.g. a
+/// value it cannot hold). The item fails with the catalog's error, and the attempt — its usage,
+/// its cost — is recorded all the same. A save that fails afterwards leaves it too.
+#[tokio::test]
+async fn a_billed_call_is_recorded_when_its_answer_cannot_be_written_or_saved() {
+    let s = Setup::new().await;
+    let files = s.photos(2, 640, 480);
+    let planted = rusqlite::Connection::open(s.dir.path().join("catalog.sqlite3")).unwrap();
+    planted
+        .execute_batch(
+            "CREATE TRIGGER refuse_ready BEFORE UPDATE OF state ON import_items WHEN NEW.state = 'ready'
+             BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;",
+        )
+        .unwrap();
+    let queue = extract_queue(s.pipeline(LITE, PricingConfig::default())).await;
+    let enqueued = queue.enqueue_files(vec![files[0].clone()], EnqueueOptions::interactive()).await.unwrap();
+    // Before the fix the refused write ended the item's task: it never finished.
+    let finished = tokio::time::timeout(Duration::from_secs(60), queue.finished(enqueued.files[0].result_of));
+    let detail = finished.await.expect("the item finishes").unwrap();
+    assert_eq!(detail.row.state, ItemState::Failed, "{detail:?}");
+    let error = detail.row.last_error.as_ref().expect("the catalog's error");
+    assert!(error.message.contains("refused by the test"), "{error:?}");
+    assert_eq!(s.fake.generate_count(), 1);
+    let attempt = detail.attempt.as_ref().expect("the billed attempt is recorded");
+    let usage = attempt.usage.expect("with its usage");
+    assert!(usage.prompt_tokens > 0, "{usage:?}");
+    let cost = list_price(LITE).unwrap().cost(usage.billed(), false);
+    assert_eq!(attempt.cost_usd, Some(cost));
+    let spent = s.catalog.spent_between(0, i64::MAX).await.unwrap();
+    assert_eq!((spent.calls, spent.usd, spent.input_tokens), (1, cost, u64::from(usage.prompt_tokens)));
+
+    // The answer is written; the save after it fails: the call stays counted.
+    planted
+        .execute_batch(
+            "DROP TRIGGER refuse_ready;
+             CREATE TRIGGER refuse_products BEFORE INSERT ON products
+             BEGIN SELECT RAISE(ABORT, 'no saving in this test'); END;",
+        )
+        .unwrap();
+    let enqueued = queue.enqueue_files(vec![files[1].clone()], EnqueueOptions::interactive()).await.unwrap();
+    let detail = queue.finished(enqueued.files[0].result_of).await.unwrap();
+    assert_eq!(detail.row.state, ItemState::Ready, "{detail:?}");
+    let saved = queue.save_item(detail.row.id, detail.proposal.clone().unwrap()).await;
+    assert!(saved.is_err(), "{saved:?}");
+    let spent = s.catalog.spent_between(0, i64::MAX).await.unwrap();
+    assert_eq!(spent.calls, 2, "{spent:?}");
     queue.shutdown().await;
 }
 

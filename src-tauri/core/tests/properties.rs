@@ -169,7 +169,8 @@ proptest! {
         }
     }
 
-    /// A valid product comes back as it was sent, bare, fenced or inside prose.
+    /// A valid product comes back as it was sent, bare, fenced or inside prose: cleaned
+    /// (`Product::cleaned`: normalized, each field within its maximum), with the cleaning's flags.
     #[test]
     fn a_product_round_trips_through_the_parser(p in answered_product(), wrap in 0..3u8) {
         let json = serde_json::to_string(&p).unwrap();
@@ -179,7 +180,9 @@ proptest! {
             _ => format!("Here is the product:\n{json}\nAnything else?"),
         };
         let extraction = parse(response_with_text(&text, "STOP")).map_err(|e| TestCaseError::fail(format!("{e}")))?;
-        prop_assert_eq!(extraction.product, p.normalized());
+        let (expected, cleaning) = p.cleaned();
+        prop_assert_eq!(extraction.product, expected);
+        prop_assert_eq!(extraction.cleaning, cleaning);
         prop_assert_eq!(extraction.usage.prompt_tokens, 100);
     }
 }

@@ -13,6 +13,7 @@ use super::{failed_with, usage_error, Global, EXIT_OK};
 use crate::secrets::Keyring;
 use crate::state::process_env;
 use crate::team::Login;
+use crate::terminal::{self, errln, outln};
 
 #[derive(Debug, Subcommand)]
 pub enum PasswordCommand {
@@ -67,9 +68,9 @@ async fn set(keyring: &Keyring, url: &ServerUrl) -> i32 {
         Ok(Err(e)) => return failed_with(e, false),
         Err(e) => return usage_error(&format!("the keyring task failed: {e}")),
     }
-    println!("The password for {key} is saved in this computer's keyring.");
+    outln!("The password for {key} is saved in this computer's keyring.");
     if let Some(other) = login.source(url).filter(|s| *s != PasswordSource::Keyring) {
-        eprintln!("note: {} holds a password for this server too, and is used first", other);
+        errln!("note: {} holds a password for this server too, and is used first", other);
     }
     EXIT_OK
 }
@@ -93,22 +94,18 @@ async fn status(keyring: &Keyring, url: &ServerUrl, json: bool) -> i32 {
         None => "none",
     };
     if json {
-        println!(
-            "{}",
-            json!({"server": url.to_string(), "key": key, "saved": saved, "source": source_name, "keyring_problem": problem})
+        let _ = terminal::out_json(
+            &json!({"server": url.to_string(), "key": key, "saved": saved, "source": source_name, "keyring_problem": problem}),
         );
         return EXIT_OK;
     }
-    println!(
-        "{key}: {}",
-        if saved { "a password is saved in the keyring" } else { "no password saved in the keyring" }
-    );
+    outln!("{key}: {}", if saved { "a password is saved in the keyring" } else { "no password saved in the keyring" });
     match source {
-        Some(source) => println!("The app uses the password from {source}."),
-        None => println!("The app has no password for this server (fine if the server asks for none)."),
+        Some(source) => outln!("The app uses the password from {source}."),
+        None => outln!("The app has no password for this server (fine if the server asks for none)."),
     }
     if let Some(problem) = problem {
-        println!("keyring: {problem}");
+        outln!("keyring: {problem}");
     }
     EXIT_OK
 }
@@ -117,8 +114,8 @@ async fn delete(keyring: &Keyring, url: &ServerUrl) -> i32 {
     let key = Login::read(keyring, url, process_env()).await.key(url);
     let (keyring, lookup) = (keyring.clone(), key.clone());
     match tokio::task::spawn_blocking(move || keyring.delete_catalog_password(&lookup)).await {
-        Ok(Ok(true)) => println!("The password for {key} is removed from the keyring."),
-        Ok(Ok(false)) => println!("No password for {key} was saved in the keyring."),
+        Ok(Ok(true)) => outln!("The password for {key} is removed from the keyring."),
+        Ok(Ok(false)) => outln!("No password for {key} was saved in the keyring."),
         Ok(Err(e)) => return failed_with(e, false),
         Err(e) => return usage_error(&format!("the keyring task failed: {e}")),
     }

@@ -14,7 +14,7 @@
 //! progressed for `--give-up-after` (Gemini kept failing): the items stay queued too.
 
 use std::collections::HashSet;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -37,6 +37,7 @@ use super::{
     EXIT_USAGE,
 };
 use crate::state::{AppState, STACK_NAME};
+use crate::terminal::{self, errln, field};
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
@@ -116,7 +117,6 @@ pub async fn run(state: &AppState, args: ImportArgs) -> i32 {
         printed: HashSet::new(),
         failed: 0,
         lines_cost: CostTotal::default(),
-        stdout: std::io::stdout(),
         give_up: GiveUp::new(args.give_up_after),
         gave_up: None,
         sequences: Vec::new(),
@@ -132,7 +132,8 @@ pub async fn run(state: &AppState, args: ImportArgs) -> i32 {
         return code;
     }
     let summary = summary(&progress, &cost, &pipeline, args.json, run.gave_up.as_deref(), &run.sequences);
-    if writeln!(run.stdout, "{summary}").is_err() {
+    let written = if args.json { terminal::out_json(&summary) } else { terminal::out(&summary) };
+    if written.is_err() {
         return EXIT_FAILED;
     }
     code
@@ -169,7 +170,6 @@ struct Run {
     failed: usize,
     /// What the printed lines' attempts cost.
     lines_cost: CostTotal,
-    stdout: std::io::Stdout,
     /// `--give-up-after`, from the last progress.
     give_up: GiveUp,
     /// Why the run gave up, for the summary.
@@ -198,14 +198,14 @@ impl Run {
         {
             Ok(enqueued) => enqueued,
             Err(e) => {
-                eprintln!("error: {}", ErrorReport::from(e));
+                errln!("error: {}", ErrorReport::from(e));
                 return EXIT_FAILED;
             }
         };
         // Photos numbered in sequence were queued one product each: say so (stderr, and the
         // summary's `sequences`), as the window's Import view does.
         for note in &enqueued.report.sequences {
-            eprintln!("note: {}", note.message);
+            errln!("note: {}", field(&note.message));
         }
         self.sequences = enqueued.report.sequences.clone();
         // A given path that cannot be read is an error line in every run, also when an earlier
@@ -220,7 +220,7 @@ impl Run {
         if self.save {
             // Ready items an earlier (interrupted) run left: saved now, printed below.
             if let Err(e) = self.queue.save_all_ready_valid().await {
-                eprintln!("error: {}", ErrorReport::from(e));
+                errln!("error: {}", ErrorReport::from(e));
                 return EXIT_FAILED;
             }
         }
@@ -242,8 +242,10 @@ impl Run {
             // for the next run, once there is room.
             if let ImportStatus::PausedDisk { message, .. } = &status {
                 if let Some(line) = state_line(shown.as_ref(), &status) {
-                    let clear = if terminal { "\r\x1b[K" } else { "" };
-                    eprintln!("{clear}{line}");
+                    if terminal {
+                        terminal::clear_line();
+                    }
+                    errln!("{}", field(&line));
                 }
                 disk_full = Some(message.clone());
                 break false;
@@ -251,8 +253,10 @@ impl Run {
             // A new pause time is a change too: the breaker opened again.
             if shown.as_ref() != Some(&status) {
                 if let Some(line) = state_line(shown.as_ref(), &status) {
-                    let clear = if terminal { "\r\x1b[K" } else { "" };
-                    eprintln!("{clear}{line}");
+                    if terminal {
+                        terminal::clear_line();
+                    }
+                    errln!("{}", field(&line));
                 }
                 shown = Some(status.clone());
             }
@@ -270,7 +274,7 @@ impl Run {
                     }
                     if terminal && drawn.elapsed() >= PROGRESS_EVERY {
                         drawn = Instant::now();
-                        eprint!("\r\x1b[K{}", progress_line(&progress.borrow()));
+                        terminal::redraw(&progress_line(&progress.borrow()));
                     }
                 }
                 _ = tokio::signal::ctrl_c() => break true,
@@ -289,31 +293,31 @@ impl Run {
             }
         };
         if terminal {
-            eprint!("\r\x1b[K");
+            terminal::clear_line();
         }
         while let Ok(event) = events.try_recv() {
             self.on_event(event).await;
         }
         if interrupted {
-            eprintln!("interrupted: run the same command again to resume");
+            errln!("interrupted: run the same command again to resume");
             return EXIT_FAILED;
         }
         if let Some(message) = disk_full {
             self.gave_up = Some(message.clone());
-            eprintln!("error: {message}");
+            errln!("error: {message}");
             return EXIT_FAILED;
         }
         if let Some(why) = &self.gave_up {
-            eprintln!("stopped: {why}; the items stay queued: run the same command again to resume");
+            errln!("stopped: {}; the items stay queued: run the same command again to resume", field(why));
             return EXIT_GAVE_UP;
         }
         if let Err(e) = self.catch_up(run_started).await {
-            eprintln!("error: {}", ErrorReport::from(e));
+            errln!("error: {}", ErrorReport::from(e));
             return EXIT_FAILED;
         }
         let settled = self.queue.progress().borrow().clone();
         if let ImportStatus::Stopped { code, message } = &settled.status {
-            eprintln!("error: {message}");
+            errln!("error: {message}");
             return match code {
                 ErrorCode::GeminiAuth
                 | ErrorCode::GeminiNotFound
@@ -382,7 +386,7 @@ impl Run {
         let (line, failed) =
             if self.json { json_line(&detail, self.save, given) } else { text_line(&detail, self.save, given) };
         self.failed += usize::from(failed);
-        let _ = writeln!(self.stdout, "{line}").and_then(|()| self.stdout.flush());
+        let _ = if self.json { terminal::out_json(&line) } else { terminal::out(&line) };
     }
 }
 
@@ -564,18 +568,20 @@ fn unsaved(d: &ImportItemDetail, save: bool) -> Option<ErrorReport> {
     }
 }
 
+/// The item's line: one line, whatever its file's name, the answer or the error hold (each a
+/// [`field`]); and whether it counts as a failure.
 fn text_line(d: &ImportItemDetail, save: bool, given: bool) -> (String, bool) {
     let row = &d.row;
-    let file = &row.path;
+    let file = field(&row.path);
     if let Some(skip) = unreadable_given(d, given) {
-        return (format!("error {file}: [{}] {}", ErrorCode::Io, skip.message), true);
+        return (format!("error {file}: [{}] {}", ErrorCode::Io, field(&skip.message)), true);
     }
     if let Some(skip) = &row.skipped {
-        return (format!("skip  {file}: {}", skip.message), false);
+        return (format!("skip  {file}: {}", field(&skip.message)), false);
     }
     match (&d.proposal, unsaved(d, save)) {
         (Some(p), None) if matches!(row.state, ItemState::Ready | ItemState::Saved) => {
-            let brand = p.brand.as_deref().map(|b| format!(" ({b})")).unwrap_or_default();
+            let brand = p.brand.as_deref().map(|b| format!(" ({})", field(b))).unwrap_or_default();
             let (latency, prompt, output) = d.attempt.as_ref().map_or((0, 0, 0), |a| {
                 let usage = a.usage.unwrap_or_default();
                 (a.latency_ms, usage.prompt_tokens, usage.output_tokens)
@@ -588,14 +594,14 @@ fn text_line(d: &ImportItemDetail, save: bool, given: bool) -> (String, bool) {
             let state = if row.state == ItemState::Saved { "saved" } else { "ready" };
             let line = format!(
                 "{state} {file}: {}{brand} — {latency} ms, {prompt} in / {output} out tokens{flags}{saved}",
-                p.name
+                field(&p.name)
             );
             (line, false)
         }
-        (_, Some(error)) => (format!("error {file}: [{}] not saved: {}", error.code, error.message), true),
+        (_, Some(error)) => (format!("error {file}: [{}] not saved: {}", error.code, field(&error.message)), true),
         _ => {
             let error = row.last_error.clone().unwrap_or_else(|| ErrorReport::new(ErrorCode::Io, "unknown"));
-            (format!("error {file}: [{}] {}", error.code, error.message), true)
+            (format!("error {file}: [{}] {}", error.code, field(&error.message)), true)
         }
     }
 }
@@ -675,7 +681,7 @@ async fn status(state: &AppState, json: bool) -> i32 {
     let (counts, duplicates) = match store.counts().await {
         Ok(counts) => counts,
         Err(e) => {
-            eprintln!("error: {}", ErrorReport::from(e));
+            errln!("error: {}", ErrorReport::from(e));
             return EXIT_FAILED;
         }
     };
@@ -691,12 +697,11 @@ async fn status(state: &AppState, json: bool) -> i32 {
                 }
             }
             Err(e) => {
-                eprintln!("error: {}", ErrorReport::from(e));
+                errln!("error: {}", ErrorReport::from(e));
                 return EXIT_FAILED;
             }
         }
     }
-    let mut out = std::io::stdout().lock();
     let written = if json {
         let items: Vec<Value> = rows
             .iter()
@@ -717,7 +722,7 @@ async fn status(state: &AppState, json: bool) -> i32 {
             })
             .collect();
         let value = json!({"counts": counts, "total": counts.total(), "duplicates": duplicates, "items": items});
-        writeln!(out, "{value}")
+        terminal::out_json(&value)
     } else {
         let c = counts;
         let mut text = format!(
@@ -734,14 +739,14 @@ async fn status(state: &AppState, json: bool) -> i32 {
         );
         for r in &rows {
             let detail = match (&r.last_error, &r.skipped, &r.proposal) {
-                (_, Some(skip), _) => skip.message.clone(),
-                (Some(e), _, _) => format!("[{}] {}", e.code, e.message),
-                (None, None, Some(p)) => p.name.clone(),
+                (_, Some(skip), _) => field(&skip.message).into_owned(),
+                (Some(e), _, _) => format!("[{}] {}", e.code, field(&e.message)),
+                (None, None, Some(p)) => field(&p.name).into_owned(),
                 _ => String::new(),
             };
-            text.push_str(&format!("#{:<6} {:<10} {}  {}\n", r.id, r.state.as_str(), r.path, detail));
+            text.push_str(&format!("#{:<6} {:<10} {}  {}\n", r.id, r.state.as_str(), field(&r.path), detail));
         }
-        write!(out, "{text}")
+        terminal::out(text.trim_end_matches('\n'))
     };
     if written.is_err() {
         return EXIT_FAILED;

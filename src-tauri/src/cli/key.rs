@@ -11,6 +11,7 @@ use serde_json::json;
 use super::{usage_error, EXIT_OK, EXIT_USAGE};
 use crate::dto::KeySource;
 use crate::state::AppState;
+use crate::terminal::{self, errln, outln};
 
 #[derive(Debug, Subcommand)]
 pub enum KeyCommand {
@@ -58,16 +59,16 @@ async fn set(state: &AppState, in_config_file: bool) -> i32 {
         return usage_error(&e.message);
     }
     if in_config_file {
-        eprintln!(
+        errln!(
             "warning: the key ({}) is stored in plain text in {} (readable by your account only)",
             key.masked(),
             state.paths().config_file.display()
         );
     } else {
-        println!("The key ({}) is stored in the OS keyring.", key.masked());
+        outln!("The key ({}) is stored in the OS keyring.", key.masked());
     }
     if matches!(state.key_status().source, KeySource::Environment) {
-        eprintln!("note: GEMINI_API_KEY is set in this environment and overrides the stored key");
+        errln!("note: GEMINI_API_KEY is set in this environment and overrides the stored key");
     }
     EXIT_OK
 }
@@ -94,22 +95,24 @@ fn status(state: &AppState, json: bool) -> i32 {
         KeySource::None => "none",
     };
     if json {
-        println!("{}", json!({"source": source, "hint": status.hint, "keyring_problem": status.keyring_problem}));
+        let _ = terminal::out_json(
+            &json!({"source": source, "hint": status.hint, "keyring_problem": status.keyring_problem}),
+        );
         return EXIT_OK;
     }
     let hint = status.hint.as_deref().unwrap_or("");
     match status.source {
-        KeySource::Environment => println!("key: {hint}, from GEMINI_API_KEY (it overrides a stored key)"),
-        KeySource::Keyring => println!("key: {hint}, from the OS keyring"),
+        KeySource::Environment => outln!("key: {hint}, from GEMINI_API_KEY (it overrides a stored key)"),
+        KeySource::Keyring => outln!("key: {hint}, from the OS keyring"),
         KeySource::ConfigFile => {
-            println!("key: {hint}, from the config file {} (plain text)", state.paths().config_file.display())
+            outln!("key: {hint}, from the config file {} (plain text)", state.paths().config_file.display())
         }
         KeySource::Demo | KeySource::None => {
-            println!("key: none — `product-extractor key set` stores one, or set GEMINI_API_KEY")
+            outln!("key: none — `product-extractor key set` stores one, or set GEMINI_API_KEY")
         }
     }
     if let Some(problem) = status.keyring_problem {
-        println!("keyring: {problem}");
+        outln!("keyring: {problem}");
     }
     EXIT_OK
 }
@@ -117,18 +120,18 @@ fn status(state: &AppState, json: bool) -> i32 {
 async fn delete(state: &AppState) -> i32 {
     let before = state.key_status();
     if let Err(e) = state.set_keyring_key(None).await {
-        eprintln!("error: {}", e.message);
+        errln!("error: {}", e.message);
         return EXIT_USAGE;
     }
     match before.source {
         KeySource::Keyring | KeySource::ConfigFile => {
-            println!("The stored key ({}) is deleted.", before.hint.unwrap_or_default())
+            outln!("The stored key ({}) is deleted.", before.hint.unwrap_or_default())
         }
-        KeySource::Environment => println!("Any stored key is deleted."),
-        KeySource::Demo | KeySource::None => println!("No key was stored."),
+        KeySource::Environment => outln!("Any stored key is deleted."),
+        KeySource::Demo | KeySource::None => outln!("No key was stored."),
     }
     if matches!(state.key_status().source, KeySource::Environment) {
-        eprintln!("note: GEMINI_API_KEY is still set in this environment");
+        errln!("note: GEMINI_API_KEY is still set in this environment");
     }
     EXIT_OK
 }

@@ -10,9 +10,10 @@ use serde_json::json;
 
 use super::{EXIT_FAILED, EXIT_OK};
 use crate::state::AppState;
+use crate::terminal::{self, errln, field, outln};
 
 fn failed(error: impl Into<ErrorReport>) -> i32 {
-    eprintln!("error: {}", error.into());
+    errln!("error: {}", error.into());
     EXIT_FAILED
 }
 
@@ -29,18 +30,18 @@ pub async fn show(state: &AppState, id: i64, json: bool) -> i32 {
         Err(e) => return failed(e),
     };
     if json {
-        println!("{}", json!({"product": record, "photos": photos, "history": history}));
+        let _ = terminal::out_json(&json!({"product": record, "photos": photos, "history": history}));
         return EXIT_OK;
     }
     print_record(&record);
     if photos.len() > 1 {
-        println!("  {:<12} {}", "photos", photos.len());
+        outln!("  {:<12} {}", "photos", photos.len());
         for photo in &photos {
-            println!("  {:<12} {}", "", photo.path);
+            outln!("  {:<12} {}", "", field(&photo.path));
         }
     }
-    println!();
-    println!("history (newest first):");
+    outln!();
+    outln!("history (newest first):");
     for revision in &history {
         print_revision(revision);
     }
@@ -57,57 +58,72 @@ fn gtin_source_text(source: Option<GtinSource>) -> &'static str {
     }
 }
 
+/// The saved fields, a line each (a description's own lines indented under it), every value a
+/// [`field`]: a product's text came from a model, a photo's path from a file name.
 fn print_record(record: &ProductRecord) {
     let p = &record.saved;
-    println!("#{} {}", record.id, p.name);
-    let rows: [(&str, Option<String>); 10] = [
-        ("brand", p.brand.clone()),
-        ("category", p.category.clone()),
-        ("price", p.price.as_ref().map(|pr| format!("{:.2} {}", pr.amount, pr.currency))),
-        ("gtin", p.gtin.as_ref().map(|g| format!("{g}{}", gtin_source_text(record.gtin_source)))),
-        ("color", p.color.clone()),
-        ("size", p.size.clone()),
-        ("material", p.material.clone()),
-        ("net content", p.net_content.as_ref().map(|n| format!("{} {}", n.value, n.unit))),
-        ("description", p.description.clone()),
-        ("photo", Some(record.original_path.clone())),
+    outln!("#{} {}", record.id, field(&p.name));
+    let text = |value: &Option<String>| value.as_deref().map(|v| field(v).into_owned());
+    let rows: [(&str, Option<String>); 9] = [
+        ("brand", text(&p.brand)),
+        ("category", text(&p.category)),
+        ("price", p.price.as_ref().map(|pr| format!("{:.2} {}", pr.amount, field(&pr.currency)))),
+        ("gtin", p.gtin.as_ref().map(|g| format!("{}{}", field(g), gtin_source_text(record.gtin_source)))),
+        ("color", text(&p.color)),
+        ("size", text(&p.size)),
+        ("material", text(&p.material)),
+        ("net content", p.net_content.as_ref().map(|n| format!("{} {}", n.value, field(&n.unit)))),
+        ("photo", Some(field(&record.original_path).into_owned())),
     ];
     for (label, value) in rows {
         if let Some(value) = value {
-            println!("  {label:<12} {value}");
+            outln!("  {label:<12} {value}");
+        }
+        if label == "net content" {
+            print_description(p.description.as_deref());
         }
     }
     for attribute in &p.attributes {
-        println!("  {:<12} {}: {}", "attribute", attribute.name, attribute.value);
+        outln!("  {:<12} {}: {}", "attribute", field(&attribute.name), field(&attribute.value));
     }
-    let by = if record.updated_by.is_empty() { String::new() } else { format!(" by {}", record.updated_by) };
-    println!("  revision {}, updated {}{by}", record.revision, format_time(record.updated_at));
+    let by = if record.updated_by.is_empty() { String::new() } else { format!(" by {}", field(&record.updated_by)) };
+    outln!("  revision {}, updated {}{by}", record.revision, format_time(record.updated_at));
     if let Some(original) = record.duplicate_of {
-        println!("  a duplicate of #{original}");
+        outln!("  a duplicate of #{original}");
     }
     for flag in &record.flags {
-        println!("  flagged      {}: {}", flag.field, flag.message);
+        outln!("  flagged      {}: {}", field(&flag.field), field(&flag.message));
+    }
+}
+
+/// A description of several lines: its first line after the label, the others indented under it,
+/// each line a [`field`] (a tab, CR or escape in it shown as an escape).
+fn print_description(description: Option<&str>) {
+    let Some(description) = description else { return };
+    for (i, line) in description.split('\n').enumerate() {
+        let label = if i == 0 { "description" } else { "" };
+        outln!("  {label:<12} {}", field(line));
     }
 }
 
 fn print_revision(revision: &RevisionRecord) {
-    let by = if revision.saved_by.is_empty() { "unknown".to_string() } else { revision.saved_by.clone() };
+    let by = if revision.saved_by.is_empty() { "unknown".to_string() } else { field(&revision.saved_by).into_owned() };
     let source = serde_json::to_value(revision.source).ok().and_then(|v| v.as_str().map(str::to_owned));
-    println!(
+    outln!(
         "  revision {} — {} by {by} ({})",
         revision.revision,
         format_time(revision.saved_at),
         source.unwrap_or_default()
     );
     if revision.changes.is_empty() {
-        println!("    no field changed");
+        outln!("    no field changed");
     }
     for change in &revision.changes {
-        println!(
+        outln!(
             "    {}: {} → {}",
-            change.field,
-            change.before.as_deref().unwrap_or("(empty)"),
-            change.after.as_deref().unwrap_or("(empty)")
+            field(&change.field),
+            field(change.before.as_deref().unwrap_or("(empty)")),
+            field(change.after.as_deref().unwrap_or("(empty)"))
         );
     }
 }
@@ -122,11 +138,11 @@ fn format_time(unix_ms: i64) -> String {
 pub async fn delete(state: &AppState, id: i64, json: bool) -> i32 {
     match state.catalog().delete_product(id, &local_user(), now_ms()).await {
         Ok(record) if json => {
-            println!("{}", json!({"deleted": record.id, "name": record.saved.name}));
+            let _ = terminal::out_json(&json!({"deleted": record.id, "name": record.saved.name}));
             EXIT_OK
         }
         Ok(record) => {
-            println!("deleted #{} {} (undo: products undelete {})", record.id, record.saved.name, record.id);
+            outln!("deleted #{} {} (undo: products undelete {})", record.id, field(&record.saved.name), record.id);
             EXIT_OK
         }
         Err(e) => failed(e),
@@ -137,11 +153,11 @@ pub async fn delete(state: &AppState, id: i64, json: bool) -> i32 {
 pub async fn undelete(state: &AppState, id: i64, json: bool) -> i32 {
     match state.catalog().undelete_product(id, &local_user(), now_ms()).await {
         Ok(record) if json => {
-            println!("{}", json!({"restored": record.id, "name": record.saved.name}));
+            let _ = terminal::out_json(&json!({"restored": record.id, "name": record.saved.name}));
             EXIT_OK
         }
         Ok(record) => {
-            println!("restored #{} {}", record.id, record.saved.name);
+            outln!("restored #{} {}", record.id, field(&record.saved.name));
             EXIT_OK
         }
         Err(e) => failed(e),
@@ -152,13 +168,16 @@ pub async fn undelete(state: &AppState, id: i64, json: bool) -> i32 {
 pub async fn backup(state: &AppState, file: &Path, json: bool) -> i32 {
     match state.catalog().backup_to(file).await {
         Ok(summary) if json => {
-            println!("{}", json!({"backup": summary}));
+            let _ = terminal::out_json(&json!({"backup": summary}));
             EXIT_OK
         }
         Ok(summary) => {
-            println!(
+            outln!(
                 "backed up {} products ({} bytes, schema {}) to {}",
-                summary.products, summary.bytes, summary.schema_version, summary.path
+                summary.products,
+                summary.bytes,
+                summary.schema_version,
+                field(&summary.path)
             );
             EXIT_OK
         }
@@ -171,17 +190,17 @@ pub async fn backup(state: &AppState, file: &Path, json: bool) -> i32 {
 pub async fn restore(state: &AppState, file: &Path, json: bool) -> i32 {
     match state.catalog().restore_from(file, now_ms()).await {
         Ok(summary) if json => {
-            println!("{}", json!({"restore": summary}));
+            let _ = terminal::out_json(&json!({"restore": summary}));
             EXIT_OK
         }
         Ok(summary) => {
-            println!(
+            outln!(
                 "restored {} products from {} (schema {} → {}); the previous catalog is saved as {}",
                 summary.products,
-                file.display(),
+                terminal::path(file),
                 summary.schema_version_before,
                 summary.migrated_to,
-                summary.safety_backup
+                field(&summary.safety_backup)
             );
             if summary.held > 0 {
                 println!(

@@ -10,6 +10,7 @@ use serde_json::json;
 
 use super::{cost_json, usage_error, EXIT_FAILED, EXIT_OK};
 use crate::state::AppState;
+use crate::terminal::{self, errln, outln};
 
 #[derive(Debug, Args)]
 pub struct UsageArgs {
@@ -37,7 +38,7 @@ pub async fn run(state: &AppState, args: UsageArgs) -> i32 {
     let days = match state.catalog().usage_by_day(since, today.utc_offset_ms).await {
         Ok(days) => days,
         Err(e) => {
-            eprintln!("error: {}", ErrorReport::from(e));
+            errln!("error: {}", ErrorReport::from(e));
             return EXIT_FAILED;
         }
     };
@@ -58,26 +59,31 @@ pub async fn run(state: &AppState, args: UsageArgs) -> i32 {
             line["day"] = json!(day.day);
             line["model"] = json!(day.model);
             line["calls"] = json!(day.total.calls);
-            println!("{line}");
+            let _ = terminal::out_json(&line);
         }
         let mut cost = cost_json(&total);
         cost["calls"] = json!(total.calls);
-        println!(
-            "{}",
-            json!({"summary": {"cost": cost, "daily_budget_usd": budget, "prices_as_of": pricing::LIST_PRICES_AS_OF}})
+        let _ = terminal::out_json(
+            &json!({"summary": {"cost": cost, "daily_budget_usd": budget, "prices_as_of": pricing::LIST_PRICES_AS_OF}}),
         );
         return EXIT_OK;
     }
-    println!(
+    outln!(
         "{:<10}  {:<28}  {:>6}  {:>12}  {:>10}  {:>12}  {:>12}",
-        "day", "model", "calls", "input", "cached", "output", "cost"
+        "day",
+        "model",
+        "calls",
+        "input",
+        "cached",
+        "output",
+        "cost"
     );
     for day in &days {
         let t = &day.total;
-        println!(
+        outln!(
             "{:<10}  {:<28}  {:>6}  {:>12}  {:>10}  {:>12}  {:>12}",
             day.day,
-            day.model,
+            terminal::field(&day.model),
             t.calls,
             t.input_tokens,
             t.cached_tokens,
@@ -85,7 +91,7 @@ pub async fn run(state: &AppState, args: UsageArgs) -> i32 {
             money(t)
         );
     }
-    println!(
+    outln!(
         "{:<10}  {:<28}  {:>6}  {:>12}  {:>10}  {:>12}  {:>12}",
         "total",
         "",
@@ -96,7 +102,7 @@ pub async fn run(state: &AppState, args: UsageArgs) -> i32 {
         money(&total)
     );
     if let Some(budget) = budget {
-        println!("daily budget {budget}");
+        outln!("daily budget {budget}");
     }
     EXIT_OK
 }

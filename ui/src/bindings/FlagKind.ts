@@ -3,4 +3,4 @@
 /**
  * Why a field is flagged for the reviewer.
  */
-export type FlagKind = "invalid" | "uncertain" | "barcode";
+export type FlagKind = "invalid" | "uncertain" | "barcode" | "control_characters_removed" | "too_long";

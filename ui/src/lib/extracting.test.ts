@@ -102,7 +102,7 @@ describe("extract cards from the queue's rows", () => {
     expect(stageText(cards[0], null)).toBe("Ready for review");
     expect(productLine(cards[0])).toEqual({ name: "Product 1", brand: "Brand" });
     expect(productTitle(cards[0])).toBe("Product 1 · Brand");
-    expect(cardFlags(cards[0])).toEqual({ invalid: 1, uncertain: 0, barcode: 0, total: 1 });
+    expect(cardFlags(cards[0])).toEqual({ invalid: 1, uncertain: 0, barcode: 0, cleaned: 0, total: 1 });
   });
 
   it("keeps a failure read in the same millisecond as the states before it (reads answer out of order)", () => {
@@ -128,7 +128,7 @@ describe("extract cards from the queue's rows", () => {
 
   it("counts the row's flags until the proposal is read", () => {
     const card = newCard(ready(4));
-    expect(cardFlags(card)).toEqual({ invalid: 0, uncertain: 0, barcode: 0, total: 1 });
+    expect(cardFlags(card)).toEqual({ invalid: 0, uncertain: 0, barcode: 0, cleaned: 0, total: 1 });
     expect(productLine(card).name).toBe("Product 4");
     expect(productTitle(card)).toBe("Product 4 · Brand");
     expect(productTitle(newCard(row(5)))).toBeNull();

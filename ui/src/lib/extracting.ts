@@ -274,9 +274,15 @@ export function productTitle(card: ExtractCard): string | null {
 
 /** The flags a card counts: the reviewer's, else the proposal's; `total` alone when only the
  * row's count is known. */
-export function cardFlags(card: ExtractCard): { invalid: number; uncertain: number; barcode: number; total: number } {
+export function cardFlags(card: ExtractCard): {
+  invalid: number;
+  uncertain: number;
+  barcode: number;
+  cleaned: number;
+  total: number;
+} {
   const flags = card.draftFlags ?? card.detail?.flags ?? null;
-  if (flags === null) return { invalid: 0, uncertain: 0, barcode: 0, total: card.row.flag_count };
+  if (flags === null) return { invalid: 0, uncertain: 0, barcode: 0, cleaned: 0, total: card.row.flag_count };
   const counts = countFlags(flags);
-  return { ...counts, total: counts.invalid + counts.uncertain + counts.barcode };
+  return { ...counts, total: counts.invalid + counts.uncertain + counts.barcode + counts.cleaned };
 }

@@ -32,7 +32,7 @@ describe("flag lookup", () => {
   });
 
   it("counts", () => {
-    expect(countFlags(flags)).toEqual({ invalid: 3, uncertain: 2, barcode: 0 });
+    expect(countFlags(flags)).toEqual({ invalid: 3, uncertain: 2, barcode: 0, cleaned: 0 });
     expect(hasInvalid(flags)).toBe(true);
     expect(hasInvalid(flags.filter((f) => f.kind === "uncertain"))).toBe(false);
   });
@@ -58,8 +58,23 @@ describe("flag lookup", () => {
     const uncertain: FieldFlag = { field: "gtin", kind: "uncertain", message: "Gemini was not sure of this value" };
     expect(flagKind([uncertain, barcode], "gtin")).toBe("barcode");
     expect(messagesFor([barcode], ["gtin"])).toEqual([{ kind: "barcode", text: barcode.message }]);
-    expect(countFlags([barcode, uncertain])).toEqual({ invalid: 0, uncertain: 1, barcode: 1 });
+    expect(countFlags([barcode, uncertain])).toEqual({ invalid: 0, uncertain: 1, barcode: 1, cleaned: 0 });
     const fresh: FieldFlag[] = [{ field: "name", kind: "invalid", message: "a name is required" }];
     expect(keepBarcodeFlags(fresh, [barcode, uncertain])).toEqual([...fresh, barcode]);
+  });
+
+  it("shows what cleaning Gemini's answer changed, ranks it under barcode, and keeps it across validations", () => {
+    const removed: FieldFlag = {
+      field: "name",
+      kind: "control_characters_removed",
+      message: "2 control character(s) removed from Gemini's answer",
+    };
+    const cut: FieldFlag = { field: "description", kind: "too_long", message: "Gemini's answer was 9000 characters long; the first 5000 are kept" };
+    const uncertain: FieldFlag = { field: "name", kind: "uncertain", message: "Gemini was not sure of this value" };
+    expect(flagKind([uncertain, removed], "name")).toBe("control_characters_removed");
+    expect(messagesFor([cut], ["description"])).toEqual([{ kind: "too_long", text: cut.message }]);
+    expect(countFlags([removed, cut, uncertain])).toEqual({ invalid: 0, uncertain: 1, barcode: 0, cleaned: 2 });
+    const fresh: FieldFlag[] = [{ field: "gtin", kind: "invalid", message: "a GTIN has digits only" }];
+    expect(keepBarcodeFlags(fresh, [removed, uncertain, cut])).toEqual([...fresh, removed, cut]);
   });
 });

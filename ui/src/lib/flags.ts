@@ -1,8 +1,10 @@
 // Looks up the flags that concern one form field. A flag on a parent ("price", uncertain) concerns
-// its children ("price.amount", "price.currency"); invalid wins over barcode, barcode over uncertain.
-// A barcode flag says what the photo's barcode read and what Gemini read for the GTIN (its message
-// is shown as it is); only the validator can recompute invalid and uncertain flags, so the
-// barcode's survive a re-validation (`keepBarcodeFlags`).
+// its children ("price.amount", "price.currency"); invalid wins over barcode, barcode over the
+// cleaning flags, those over uncertain. A barcode flag says what the photo's barcode read and what
+// Gemini read for the GTIN; a cleaning flag (control_characters_removed, too_long) says what was
+// removed from or cut off Gemini's answer (their messages are shown as they are). Only the
+// validator can recompute invalid and uncertain flags, so the others survive a re-validation
+// (`keepBarcodeFlags`).
 import type { FieldFlag } from "../bindings/FieldFlag";
 import type { FlagKind } from "../bindings/FlagKind";
 
@@ -20,8 +22,13 @@ export function flagsFor(flags: readonly FieldFlag[], field: string): FieldFlag[
   return found.sort((a, b) => rank(a.kind) - rank(b.kind));
 }
 
+/** A flag the answer's cleaning made: Gemini's text had control characters or was too long. */
+export function isCleaning(kind: FlagKind): boolean {
+  return kind === "control_characters_removed" || kind === "too_long";
+}
+
 function rank(kind: FlagKind): number {
-  return kind === "invalid" ? 0 : kind === "barcode" ? 1 : 2;
+  return kind === "invalid" ? 0 : kind === "barcode" ? 1 : isCleaning(kind) ? 2 : 3;
 }
 
 /** The strongest flag kind for a field, or null. */
@@ -44,21 +51,28 @@ export function messagesFor(flags: readonly FieldFlag[], fields: readonly string
   return out;
 }
 
-export function countFlags(flags: readonly FieldFlag[]): { invalid: number; uncertain: number; barcode: number } {
+export function countFlags(flags: readonly FieldFlag[]): {
+  invalid: number;
+  uncertain: number;
+  barcode: number;
+  cleaned: number;
+} {
   let invalid = 0;
   let uncertain = 0;
   let barcode = 0;
+  let cleaned = 0;
   for (const f of flags) {
     if (f.kind === "invalid") invalid += 1;
     else if (f.kind === "barcode") barcode += 1;
+    else if (isCleaning(f.kind)) cleaned += 1;
     else uncertain += 1;
   }
-  return { invalid, uncertain, barcode };
+  return { invalid, uncertain, barcode, cleaned };
 }
 
-/** A fresh validation's flags, with the barcode flags of `before` (the validator cannot know them). */
+/** A fresh validation's flags, with the barcode and cleaning flags of `before` (the validator cannot know them). */
 export function keepBarcodeFlags(fresh: readonly FieldFlag[], before: readonly FieldFlag[]): FieldFlag[] {
-  return [...fresh, ...before.filter((f) => f.kind === "barcode")];
+  return [...fresh, ...before.filter((f) => f.kind === "barcode" || isCleaning(f.kind))];
 }
 
 export function hasInvalid(flags: readonly FieldFlag[]): boolean {

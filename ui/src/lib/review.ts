@@ -87,7 +87,7 @@ export class ReviewModel<Saved = unknown> {
   get flags(): FieldFlag[] {
     return mergeFlags(this.state.serverFlags, this.result.localFlags);
   }
-  get counts(): { invalid: number; uncertain: number; barcode: number } {
+  get counts(): { invalid: number; uncertain: number; barcode: number; cleaned: number } {
     return countFlags(this.flags);
   }
   get invalid(): boolean {
@@ -214,5 +214,6 @@ export function reviewStatus(review: ReviewModel<unknown>, showDirty: boolean): 
   if (showDirty && review.dirty) return { kind: "dirty" };
   if (counts.uncertain > 0) return { kind: "uncertain", text: `${counts.uncertain} unsure — please check` };
   if (counts.barcode > 0) return { kind: "uncertain", text: "The photo's barcode and Gemini disagree on the GTIN — please check" };
+  if (counts.cleaned > 0) return { kind: "uncertain", text: "Gemini's answer was cleaned (control characters removed or cut to length) — please check" };
   return { kind: "idle" };
 }

@@ -10,7 +10,9 @@
 //! Spreadsheets run a cell that starts with `=`, `+`, `-` or `@` as a formula (and some also
 //! treat a leading tab or carriage return that way). Product text is untrusted (it came from a
 //! photo, through a model), so in both CSV formats every *text* cell that starts with one of
-//! those characters is written with a leading `'`, which spreadsheets show as text. Numbers we
+//! those characters is written with a leading `'`, which spreadsheets show as text — also when
+//! whitespace or invisible characters (a zero-width space, a BOM) come first, or the character
+//! is a look-alike that NFKC folds into one of them (the fullwidth `＝`) ([`guard`]). Numbers we
 //! format ourselves (prices, ids, revisions) are never prefixed. The guard is not reversible for
 //! a value that itself starts with `'` followed by one of those characters; JSON and JSON Lines
 //! carry the values unchanged.
@@ -416,14 +418,27 @@ fn csv_record(row: &Row) -> Vec<String> {
     ]
 }
 
-/// The CSV injection guard (see the module docs): a text cell starting with `=`, `+`, `-`, `@`,
-/// tab or carriage return gets a leading `'`.
+/// The CSV injection guard (see the module docs): a text cell that starts with `=`, `+`, `-`, `@`,
+/// tab or carriage return gets a leading `'`. It looks at the cell as a spreadsheet may read it:
+/// past leading whitespace and invisible characters (a zero-width space, a BOM, a bidi mark:
+/// [`crate::text::is_invisible`]) and with compatibility look-alikes folded (NFKC: the fullwidth
+/// `＝`, the small `﹢`, the superscript `⁺` are `=`, `+`, `+`). The cell itself is kept as it is,
+/// behind the `'`.
 pub fn guard(text: &str) -> String {
-    if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+    if starts_like_a_formula(text) {
         format!("'{text}")
     } else {
         text.to_owned()
     }
+}
+
+fn starts_like_a_formula(text: &str) -> bool {
+    use unicode_normalization::UnicodeNormalization;
+    if text.starts_with(['\t', '\r']) {
+        return true;
+    }
+    let rest = text.trim_start_matches(|c: char| c.is_whitespace() || crate::text::is_invisible(c));
+    matches!(rest.nfkc().next(), Some('=' | '+' | '-' | '@'))
 }
 
 /// Shopify's handle: the name's ASCII letters and digits, lower-cased, other runs as one dash,
@@ -485,5 +500,40 @@ mod tests {
         assert_eq!(iso_utc(1_760_000_000_123), "2025-10-09T08:53:20.123Z");
         assert_eq!(html_escape("<b>\"A&B'</b>"), "&lt;b&gt;&quot;A&amp;B&#39;&lt;/b&gt;");
         assert_eq!("JSONL".parse::<ExportFormat>(), Ok(ExportFormat::Jsonl));
+    }
+
+    /// A formula behind what a spreadsheet does not show or folds: a compatibility look-alike
+    /// of `=`, `+`, `-`, `@` (NFKC), a leading zero-width space, BOM, bidi mark or whitespace.
+    /// The cell is kept as it is behind the `'`; text that only holds such a character later on,
+    /// or another character that merely looks similar (U+2212 MINUS SIGN), is left alone.
+    #[test]
+    fn the_guard_sees_through_look_alikes_and_invisible_characters() {
+        let guarded = [
+            "\u{FF1D}SUM(A1:A9)",
+            "\u{FF0B}1",
+            "\u{FF0D}2",
+            "\u{FF20}SUM(A1)",
+            "\u{FE66}1+1",
+            "\u{FE62}1",
+            "\u{FE63}1",
+            "\u{207A}1",
+            "\u{207C}1",
+            "\u{200B}=1+1",
+            "\u{FEFF}=1+1",
+            "\u{FEFF}\u{200B}\u{2060}\u{200D}@SUM(A1)",
+            "\u{202E}=1+1",
+            "\u{2066}-1",
+            " =1+1",
+            "\u{A0}=1+1",
+            "\u{3000}\u{FF1D}1",
+            "\n=1+1",
+            "\u{200B} \u{FF1D}HYPERLINK(\"http://x\")",
+        ];
+        for cell in guarded {
+            assert_eq!(guard(cell), format!("'{cell}"), "{cell:?}");
+        }
+        for cell in ["Oat \u{FF1D} drink", "\u{2212}5 °C", "A\u{200B}=1", "\u{200B}", "", "  ", "\u{FF21}BC"] {
+            assert_eq!(guard(cell), cell, "{cell:?}");
+        }
     }
 }

@@ -117,8 +117,12 @@ impl Usage {
 /// A successful extraction.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GeminiExtraction {
-    /// Parsed and normalized; not validated (flags are the pipeline's job).
+    /// Parsed and cleaned ([`Product::cleaned`]: normalized, no control characters, no field over
+    /// its maximum); not validated (flags are the pipeline's job).
     pub product: Product,
+    /// What the cleaning changed, a flag per field ([`crate::product::FlagKind::ControlCharactersRemoved`],
+    /// [`crate::product::FlagKind::TooLong`]): the proposal's flags include them.
+    pub cleaning: Vec<crate::product::FieldFlag>,
     /// The answer's `sources` entry as sent (where each field was read), unchecked; the pipeline
     /// keeps the usable ones ([`crate::product::field_sources`]).
     pub sources: Option<serde_json::Value>,
@@ -610,6 +614,7 @@ fn extraction(body: String, latency: Duration, max_output_tokens: u32) -> Result
         raw_response: body,
         model_version: parsed.model_version,
         finish_reason: parsed.finish_reason,
+        cleaning: parsed.cleaning,
         latency,
     })
 }

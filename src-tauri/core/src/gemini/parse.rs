@@ -80,6 +80,8 @@ pub(crate) struct Parsed {
     pub usage: Usage,
     pub model_version: Option<String>,
     pub finish_reason: Option<String>,
+    /// What cleaning the answer took ([`Product::cleaned`]), a flag per field changed.
+    pub cleaning: Vec<crate::product::FieldFlag>,
 }
 
 impl From<&UsageMetadata> for Usage {
@@ -182,7 +184,8 @@ pub(crate) fn parse_generate_response(body: &str, max_output_tokens: u32) -> Res
         unparsable("the product data had the wrong shape", format!("{e}: {}", short(text.trim(), 200)), billed, body)
     })?;
     let sources = object.get(crate::product::SOURCES_KEY).cloned();
-    Ok(Parsed { product: product.normalized(), sources, usage, model_version: response.model_version, finish_reason })
+    let (product, cleaning) = product.cleaned();
+    Ok(Parsed { product, sources, usage, model_version: response.model_version, finish_reason, cleaning })
 }
 
 /// The `modelVersion` of a response body (a failed answer's included); `None` when the body is

@@ -523,7 +523,11 @@ async fn settle(shared: &Arc<Shared>, open: &OpenBatch, status: BatchStatus) -> 
         if let Some(attempt) = &finish.attempt {
             shared.add_cost(attempt);
         }
-        let counted = shared.write_outcome(finish).await?;
+        // An answer the catalog refuses fails its item, its attempt recorded all the same.
+        let (counted, to) = match shared.write_outcome(finish.clone()).await {
+            Ok(counted) => (counted, to),
+            Err(error) => super::item::refused(shared, finish, error).await?,
+        };
         if counted.value {
             shared.item_changed(id, to, &counted);
         } else {

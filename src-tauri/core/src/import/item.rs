@@ -532,13 +532,16 @@ fn finish_error(error: &ExtractError, attempt: Option<crate::catalog::NewAttempt
 }
 
 /// Writes the outcome. A full disk does not lose it: the queue waits for room (no more photos are
-/// taken meanwhile) and the outcome, paid for already, is written then.
+/// taken meanwhile) and the outcome, paid for already, is written then. An outcome the catalog
+/// refuses (a constraint, a value it cannot hold) does not lose the call either: the item fails
+/// with the catalog's error and the attempt is recorded without the answer ([`unwritable`]), so
+/// the cost meter still counts every billed token.
 async fn finish(shared: &Arc<Shared>, outcome: Finish) -> Result<(), ImportError> {
-    let (id, to) = (outcome.id, outcome.to);
+    let (id, mut to) = (outcome.id, outcome.to);
     // While the team catalog's server is away the outcome waits in memory and in the spool (a
     // restart meanwhile writes it from there).
     let mut spooled = None;
-    let counted = shared
+    let written = shared
         .until_written_keeping(
             || shared.write_outcome(outcome.clone()),
             |error| {
@@ -549,7 +552,15 @@ async fn finish(shared: &Arc<Shared>, outcome: Finish) -> Result<(), ImportError
                 }
             },
         )
-        .await?;
+        .await;
+    let counted = match written {
+        Ok(counted) => counted,
+        Err(error) => {
+            let (counted, now) = refused(shared, outcome, error).await?;
+            to = now;
+            counted
+        }
+    };
     if let Some(path) = spooled {
         super::spool::written(&path);
     }
@@ -559,6 +570,45 @@ async fn finish(shared: &Arc<Shared>, outcome: Finish) -> Result<(), ImportError
         shared.publish(&counted, 0);
     }
     Ok(())
+}
+
+/// After the catalog refused `outcome` with `error`: [`unwritable`] written instead when the
+/// outcome has an attempt (a billed call is never lost), with the state the item took; `error`
+/// otherwise.
+pub(crate) async fn refused(
+    shared: &Shared,
+    outcome: Finish,
+    error: ImportError,
+) -> Result<(store::Counted<bool>, ItemState), ImportError> {
+    if outcome.attempt.is_none() {
+        return Err(error);
+    }
+    tracing::error!(item = outcome.id, %error, "import: the catalog refused an outcome; its billed attempt is recorded alone");
+    let kept = unwritable(outcome, &error);
+    let to = kept.to;
+    Ok((shared.until_written(|| shared.write_outcome(kept.clone())).await?, to))
+}
+
+/// What is written instead of an outcome the catalog refused with `error`: the item failed with
+/// that error, and the attempt (its usage, cost, model and photos: what was paid for) without
+/// the answer, the raw response and the sources, which may be what the catalog could not hold.
+fn unwritable(outcome: Finish, error: &ImportError) -> Finish {
+    let code = error.code();
+    let message = format!("Gemini's answer could not be written to the catalog: {error}");
+    let attempt = outcome.attempt.map(|attempt| crate::catalog::NewAttempt {
+        raw_response: None,
+        outcome: crate::catalog::AttemptOutcome::Failed { code, message: message.clone() },
+        sources: Vec::new(),
+        ..attempt
+    });
+    Finish {
+        to: ItemState::Failed,
+        attempt,
+        count_attempt: true,
+        proposal: None,
+        error: Some((code, message)),
+        ..outcome
+    }
 }
 
 fn breaker_hold(rejection: &NotPermitted, opened_by: Option<ErrorCode>, now_ms: i64) -> Hold {
