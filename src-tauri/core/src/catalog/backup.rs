@@ -1,9 +1,10 @@
 //! Backups and restores of the whole catalog file with SQLite's online backup API, on the catalog
 //! thread (one job each: no other catalog call runs in between).
 //!
-//! A backup is written to a hidden `.<name>.partial` file next to the target and renamed over it
-//! only when complete, so a failed backup never leaves a half-written file under the target's
-//! name. Backups are ordinary rollback-journal SQLite files (no `-wal` beside them), safe to copy.
+//! A backup is written to a new file in a private folder next to the target and renamed over it
+//! only when complete ([`StagedFile`]), so a failed backup never leaves a half-written file under
+//! the target's name. Backups are ordinary rollback-journal SQLite files (no `-wal` beside them),
+//! safe to copy.
 //!
 //! A restore first checks the candidate, opened read-only, without touching the live catalog:
 //! `PRAGMA integrity_check` and `foreign_key_check` must pass, its schema version must be one this
@@ -22,6 +23,7 @@ use super::listing::count_live;
 use super::migrations::{self, MIGRATIONS, SCHEMA_VERSION};
 use super::records::{BackupSummary, RestoreSummary};
 use super::CatalogError;
+use crate::files::{Access, StagedFile};
 
 /// How often a copy retries while another process holds a lock, and how long it waits between
 /// tries (together about the connection's busy timeout).
@@ -50,9 +52,9 @@ pub(super) fn backup_to(conn: &Connection, live: &Path, target: &Path) -> Result
             format!("{} is the live catalog; choose another file for the backup", target.display()),
         ));
     }
-    let Some(file_name) = target.file_name() else {
+    if target.file_name().is_none() {
         return Err(CatalogError::invalid("path", format!("{} is not a file name", target.display())));
-    };
+    }
     let dir = match target.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
         _ => PathBuf::from("."),
@@ -65,25 +67,13 @@ pub(super) fn backup_to(conn: &Connection, live: &Path, target: &Path) -> Result
             r.get::<_, i64>(0)
         })?;
     check_room(&dir, u64::try_from(size).unwrap_or(0), &crate::disk::FreeSpaceProbe::system())?;
-    let partial = dir.join(format!(".{}.partial", file_name.to_string_lossy()));
-    remove_if_present(&partial)?;
-    let written = write_backup(conn, &partial).and_then(|(products, schema_version)| {
-        std::fs::rename(&partial, target).map_err(|source| CatalogError::File {
-            action: "move the backup to",
-            path: target.into(),
-            source,
-        })?;
-        Ok((products, schema_version))
-    });
-    let (products, schema_version) = match written {
-        Ok(counts) => counts,
-        Err(e) => {
-            // Best effort: the error that matters is the one above.
-            let _ = std::fs::remove_file(&partial);
-            let _ = std::fs::remove_file(journal_of(&partial));
-            return Err(e);
-        }
-    };
+    // A new file (0600: a backup is the whole catalog) in a private folder beside the target,
+    // SQLite's journal with it, renamed over the target only when complete; dropped on an error.
+    let file_error = |action, source| CatalogError::File { action, path: target.into(), source };
+    let (staged, file) = StagedFile::create(target, Access::Private).map_err(|e| file_error("write the backup", e))?;
+    drop(file);
+    let (products, schema_version) = write_backup(conn, staged.path())?;
+    staged.commit().map_err(|e| file_error("move the backup to", e))?;
     let bytes = std::fs::metadata(target)
         .map_err(|source| CatalogError::File { action: "read the size of", path: target.into(), source })?
         .len();
@@ -241,21 +231,6 @@ fn resolved(path: &Path) -> Option<PathBuf> {
         _ => Path::new("."),
     };
     Some(dir.canonicalize().ok()?.join(path.file_name()?))
-}
-
-fn journal_of(path: &Path) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push("-journal");
-    PathBuf::from(name)
-}
-
-fn remove_if_present(path: &Path) -> Result<(), CatalogError> {
-    match std::fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            Err(CatalogError::File { action: "remove the unfinished backup", path: path.into(), source: e })
-        }
-        _ => Ok(()),
-    }
 }
 
 #[cfg(test)]

@@ -175,8 +175,16 @@ impl Catalog {
         on_step: &mut dyn FnMut(&migrations::MigrationStep),
     ) -> Result<Catalog, CatalogError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| CatalogError::CreateDir { path: dir.into(), source })?;
+            crate::files::create_private_dir(dir)
+                .map_err(|source| CatalogError::CreateDir { path: dir.into(), source })?;
         }
+        // Only this user reads the catalog: the file 0600 before SQLite opens it (its -wal and
+        // -shm take its mode).
+        crate::files::private_file(path).map_err(|source| CatalogError::File {
+            action: "create the catalog",
+            path: path.into(),
+            source,
+        })?;
         let open_error = |source| CatalogError::Open { path: path.into(), source };
         let mut conn = Connection::open(path).map_err(open_error)?;
         configure(&conn).map_err(open_error)?;
