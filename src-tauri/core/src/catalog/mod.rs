@@ -78,6 +78,7 @@ pub mod records;
 mod revisions;
 pub mod server;
 pub mod server_changes;
+mod server_connect;
 mod server_listing;
 mod server_products;
 pub(crate) mod tx;
@@ -279,7 +280,7 @@ impl Catalog {
     /// for a SQLite catalog, which one desktop has to itself. The first subscriber starts the
     /// listener (call it inside the tokio runtime).
     pub fn subscribe_changes(&self) -> Option<tokio::sync::broadcast::Receiver<server_changes::CatalogChange>> {
-        self.server().map(|server| server.changes.subscribe(server.config()))
+        self.server().map(|server| server.changes.subscribe(server.config(), server.transport()))
     }
 
     /// The catalog's schema version: SQLite's `PRAGMA user_version` ([`SCHEMA_VERSION`] once
