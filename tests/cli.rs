@@ -242,6 +242,40 @@ async fn usage_and_config_errors_exit_2() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("extract"));
 }
 
+/// The data dir holds the catalog, the config and the logs: only this user's. An older install's
+/// open data dir is tightened (and the log says so); a config others may change is refused.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread")]
+async fn the_data_dir_catalog_and_logs_are_the_users_only_and_a_loose_config_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = cli(&data, &[], &["products", "list"]).await;
+    assert!(out.status.success(), "{out:?}");
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode(&data), 0o700);
+    assert_eq!(mode(&data.join("logs")), 0o700);
+    assert_eq!(mode(&pe_core::catalog::Catalog::path_in(&data)), 0o600);
+    let logs: Vec<PathBuf> = std::fs::read_dir(data.join("logs")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert!(!logs.is_empty());
+    let mut text = String::new();
+    for log in &logs {
+        assert_eq!(mode(log), 0o600, "{}", log.display());
+        text.push_str(&std::fs::read_to_string(log).unwrap());
+    }
+    assert!(text.contains("the data dir was open to other users") && text.contains("was=0755"), "{text}");
+
+    let config = data.join("config.toml");
+    std::fs::write(&config, "").unwrap();
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = cli(&data, &[], &["products", "list"]).await;
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("chmod 600 {}", config.display())), "{stderr}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn breaker_prints_the_actuator_shape() {
     let dir = tempfile::tempdir().unwrap();

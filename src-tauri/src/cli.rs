@@ -174,7 +174,7 @@ pub enum ProductsCommand {
         /// `json`: one array; `jsonl`: one object a line.
         #[arg(long, value_enum)]
         format: ExportFormatArg,
-        /// Write to FILE (through FILE.tmp, renamed when complete) instead of stdout.
+        /// Write to FILE (a new file beside it, renamed when complete) instead of stdout.
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
@@ -262,7 +262,7 @@ impl Global {
 
 /// Runs a subcommand and returns the exit code.
 pub fn run(global: &Global, command: Command) -> i32 {
-    let _log = crate::logging::init(&global.paths().log_dir, false);
+    let _log = crate::logging::init(&global.paths(), false);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => return usage_error(&format!("cannot start the async runtime: {e}")),
@@ -861,7 +861,7 @@ async fn list_products(state: &AppState, json: bool, query: Option<&str>) -> i32
     EXIT_OK
 }
 
-/// `products export`: streams the catalog to stdout, or to `out` through `out.tmp`, renamed only
+/// `products export`: streams the catalog to stdout, or to `out` through a new file beside it, renamed only
 /// once everything was written, so `out` is never a partial export.
 async fn export_products(state: &AppState, format: ExportFormat, out: Option<PathBuf>) -> i32 {
     let Some(path) = out else {

@@ -134,7 +134,7 @@ fn run_window(global: &cli::Global, open: Vec<PathBuf>) -> i32 {
             return cli::EXIT_USAGE;
         }
     };
-    let _log = logging::init(&paths.log_dir, true);
+    let _log = logging::init(&paths, true);
     tracing::info!(data_dir = %paths.data_dir.display(), "starting the window");
     let opened = match server {
         // A team catalog: connected and migrated on Tauri's runtime (its pool lives there).

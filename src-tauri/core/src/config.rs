@@ -49,6 +49,7 @@ use ts_rs::TS;
 
 use crate::catalog::server::CatalogUrl;
 use crate::error::{Coded, ErrorCode};
+use crate::files::{self, Access, Exposure, StagedFile};
 use crate::import::grouping::{GroupBy, DEFAULT_MAX_PHOTOS_PER_PRODUCT};
 use crate::pricing::PricingConfig;
 use crate::resilience::{
@@ -442,6 +443,14 @@ pub enum ConfigError {
     Parse { path: PathBuf, message: String },
     #[error("invalid setting {key}: {message}")]
     Invalid { key: String, message: String },
+    /// Another user owns the file, or others may change it: it is not used (its `base_url` would
+    /// receive the key), as ssh refuses such a config.
+    #[error(
+        "the config file {path} {exposure}, so it is not used (it may hold the API key and says where \
+         it is sent): {}",
+        exposure.fix(path)
+    )]
+    Exposed { path: PathBuf, exposure: Exposure },
     /// A resilience setting out of range; its key names the section (`retry.max_attempts`).
     #[error(transparent)]
     Resilience(#[from] InvalidSetting),
@@ -472,10 +481,10 @@ impl Config {
     /// Reads the file if it exists (a missing file means defaults), then applies the environment.
     /// `env` is passed in so tests do not depend on the process environment.
     pub fn load(path: &Path, env: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let mut config = match std::fs::read_to_string(path) {
-            Ok(text) => Self::from_toml(&text, path)?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Config::default(),
-            Err(source) => return Err(ConfigError::Read { path: path.into(), source }),
+        let mut config = match read_private(path) {
+            Ok(Some(text)) => Self::from_toml(&text, path)?,
+            Ok(None) => Config::default(),
+            Err(e) => return Err(e),
         };
         config.apply_env(env);
         config.validate()?;
@@ -576,25 +585,31 @@ impl Config {
         let write_err = |source| ConfigError::Write { path: path.into(), source };
         let text = toml::to_string_pretty(self)
             .map_err(|e| ConfigError::Invalid { key: "config".into(), message: e.to_string() })?;
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(write_err)?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            files::create_private_dir(dir).map_err(write_err)?;
         }
-        let tmp = path.with_extension("toml.tmp");
-        {
-            use std::io::Write;
-            let mut options = std::fs::OpenOptions::new();
-            options.write(true).create(true).truncate(true);
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::OpenOptionsExt;
-                options.mode(0o600);
-            }
-            let mut file = options.open(&tmp).map_err(write_err)?;
-            file.write_all(text.as_bytes()).map_err(write_err)?;
-            file.sync_all().map_err(write_err)?;
-        }
-        std::fs::rename(&tmp, path).map_err(write_err)
+        let (staged, mut file) = StagedFile::create(path, Access::Private).map_err(write_err)?;
+        std::io::Write::write_all(&mut file, text.as_bytes()).map_err(write_err)?;
+        drop(file);
+        staged.commit().map_err(write_err)
     }
+}
+
+/// The config file's text (`None`: there is none), read from the file whose owner and mode were
+/// checked ([`files::exposure`]).
+fn read_private(path: &Path) -> Result<Option<String>, ConfigError> {
+    let read_err = |source| ConfigError::Read { path: path.into(), source };
+    let mut file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(read_err(source)),
+    };
+    if let Some(exposure) = files::exposure(&file.metadata().map_err(read_err)?) {
+        return Err(ConfigError::Exposed { path: path.into(), exposure });
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut file, &mut text).map_err(read_err)?;
+    Ok(Some(text))
 }
 
 /// Where data lives: `--data-dir`, else `PRODUCT_EXTRACTOR_DATA_DIR`, else the platform data dir
@@ -802,6 +817,73 @@ mod tests {
             use std::os::unix::fs::PermissionsExt;
             assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
         }
+    }
+
+    /// A folder other users write to (sticky, like /tmp): what they made there beforehand under
+    /// the old temporary name is neither followed nor used.
+    #[cfg(unix)]
+    #[test]
+    fn save_ignores_links_and_files_made_beforehand_in_a_shared_folder() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let path = dir.path().join("config.toml");
+        let tmp = dir.path().join("config.toml.tmp");
+        let victim = dir.path().join("victim.txt");
+        std::fs::write(&victim, "precious").unwrap();
+        std::os::unix::fs::symlink(&victim, &tmp).unwrap();
+        let mut c = Config::default();
+        c.gemini.api_key = ApiKey::new("abcdefghijkl");
+        c.save(&path).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious", "the link's target is untouched");
+        assert!(std::fs::symlink_metadata(&tmp).unwrap().file_type().is_symlink());
+        let is_private_config = |path: &Path| {
+            let meta = std::fs::symlink_metadata(path).unwrap();
+            assert!(meta.file_type().is_file());
+            assert_eq!(meta.mode() & 0o7777, 0o600);
+            assert_eq!(meta.uid(), rustix::process::geteuid().as_raw());
+            assert_eq!(Config::load(path, no_env).unwrap().gemini.api_key, c.gemini.api_key);
+        };
+        is_private_config(&path);
+
+        // A file anyone may write, owned by another user, under the temporary name.
+        std::fs::remove_file(&tmp).unwrap();
+        std::fs::write(&tmp, "theirs").unwrap();
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o666)).unwrap();
+        std::os::unix::fs::chown(&tmp, Some(65534), None).unwrap();
+        c.save(&path).unwrap();
+        assert_eq!(std::fs::read_to_string(&tmp).unwrap(), "theirs", "their file did not become the config");
+        is_private_config(&path);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_config_others_may_change_or_own_is_refused_naming_the_fix() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "[gemini]\nbase_url = \"https://attacker.example\"\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o664)).unwrap();
+        let err = Config::load(&path, no_env).unwrap_err();
+        assert!(
+            matches!(err, ConfigError::Exposed { exposure: Exposure::WritableByOthers { mode: 0o664 }, .. }),
+            "{err:?}"
+        );
+        let message = err.to_string();
+        assert!(message.contains(&format!("chmod 600 {}", path.display())), "{message}");
+        assert!(message.contains("can be changed by other users (mode 0664)"), "{message}");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o646)).unwrap();
+        assert!(matches!(Config::load(&path, no_env), Err(ConfigError::Exposed { .. })));
+
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(Config::load(&path, no_env).unwrap().gemini.base_url, "https://attacker.example");
+        std::os::unix::fs::chown(&path, Some(65534), None).unwrap();
+        let err = Config::load(&path, no_env).unwrap_err();
+        assert!(
+            matches!(err, ConfigError::Exposed { exposure: Exposure::OwnedByAnother { owner: 65534 }, .. }),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("belongs to another user (uid 65534)"), "{err}");
     }
 
     #[test]

@@ -22,7 +22,8 @@
 //!   (control characters removed), a spreadsheet cell (the formula guard's look-alikes).
 //! - [`config`] and [`error`] are shared by all of them; [`memory`] is the allocator setting the
 //!   app applies at startup so that a long import's memory stays flat; [`disk`] is the free space
-//!   the import keeps on the catalog's disk.
+//!   the import keeps on the catalog's disk; [`files`] is how the app writes its files and checks
+//!   its config where other users may write too (a shared data dir or export folder).
 //!
 //! This crate never depends on tauri, nor carries the fake Gemini server: that is the `fake-gemini`
 //! crate (src-tauri/fake-gemini), which the tests, the benchmarks and the app's demo mode use.
@@ -33,6 +34,7 @@ pub mod catalog;
 pub mod config;
 pub mod disk;
 pub mod error;
+pub mod files;
 pub mod gemini;
 pub mod import;
 pub mod intake;

@@ -386,3 +386,37 @@ async fn a_restored_queue_sends_nothing_by_itself() {
         .unwrap();
     assert_eq!(states, vec![("failed".to_string(), Some("restored".to_string())); 2]);
 }
+
+/// A folder other users write to (sticky, like /tmp): links under the old unfinished file's names
+/// (`.X.partial` and its SQLite journal) are not followed, and the backup is a regular file only
+/// this user reads (it is the whole catalog).
+#[cfg(unix)]
+#[tokio::test]
+async fn a_backup_into_a_shared_folder_is_private_and_follows_no_link() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let (dir, catalog) = open();
+    add(&catalog, 1, "Oat Drink").await;
+    let shared = dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let victim = dir.path().join("victim.txt");
+    std::fs::write(&victim, "precious").unwrap();
+    let target = shared.join("backup.sqlite3");
+    for name in [".backup.sqlite3.partial", ".backup.sqlite3.partial-journal", "backup.sqlite3.tmp"] {
+        std::os::unix::fs::symlink(&victim, shared.join(name)).unwrap();
+    }
+
+    catalog.backup_to(&target).await.unwrap();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious", "no link's target was written");
+    let meta = std::fs::symlink_metadata(&target).unwrap();
+    assert!(meta.file_type().is_file());
+    assert_eq!(meta.mode() & 0o7777, 0o600);
+    assert_eq!(meta.uid(), std::fs::metadata(dir.path()).unwrap().uid(), "this user's");
+    let copy = Connection::open_with_flags(&target, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    assert_eq!(copy.query_row("SELECT count(*) FROM products", [], |r| r.get::<_, i64>(0)).unwrap(), 1);
+    drop(copy);
+    assert_eq!(
+        files_in(&shared),
+        [".backup.sqlite3.partial", ".backup.sqlite3.partial-journal", "backup.sqlite3", "backup.sqlite3.tmp"]
+    );
+}

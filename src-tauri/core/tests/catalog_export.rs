@@ -272,3 +272,47 @@ async fn commas_quotes_and_newlines_survive_the_csv_round_trip() {
     assert_eq!(&rows[0][13], "Note: a, \"b\"\nc");
     assert_eq!(handle(name, records[0].id), format!("oat-barista-1-l-line-two-line-three-{}", records[0].id));
 }
+
+/// A folder other users write to (sticky, like /tmp): a link or another user's file under the old
+/// temporary name (`X.tmp`) is neither followed nor used, and a link at `X` itself is replaced.
+#[cfg(unix)]
+#[tokio::test]
+async fn an_export_into_a_shared_folder_ignores_what_others_made_there() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let (dir, catalog) = open();
+    save_all(&catalog, vec![bare("Oat Drink")]).await;
+    let shared = dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let out = shared.join("products.csv");
+    let tmp = shared.join("products.csv.tmp");
+    let victim = dir.path().join("victim.txt");
+    std::fs::write(&victim, "precious").unwrap();
+    let is_the_export = |path: &Path| {
+        let meta = std::fs::symlink_metadata(path).unwrap();
+        assert!(meta.file_type().is_file(), "{meta:?}");
+        assert_eq!(meta.uid(), std::fs::metadata(dir.path()).unwrap().uid(), "this user's");
+        assert_eq!(meta.mode() & 0o022, 0, "nobody else may change it: {:o}", meta.mode());
+        assert!(std::fs::read_to_string(path).unwrap().contains("Oat Drink"));
+    };
+
+    std::os::unix::fs::symlink(&victim, &tmp).unwrap();
+    catalog.export_to_file(ExportFormat::Csv, &out).await.unwrap();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious", "the link's target is untouched");
+    assert!(std::fs::symlink_metadata(&tmp).unwrap().file_type().is_symlink());
+    is_the_export(&out);
+
+    std::fs::remove_file(&tmp).unwrap();
+    std::fs::write(&tmp, "theirs").unwrap();
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o666)).unwrap();
+    std::os::unix::fs::chown(&tmp, Some(65534), None).unwrap();
+    std::fs::remove_file(&out).unwrap();
+    std::os::unix::fs::symlink(&victim, &out).unwrap();
+    catalog.export_to_file(ExportFormat::Csv, &out).await.unwrap();
+    assert_eq!(std::fs::read_to_string(&tmp).unwrap(), "theirs", "their file did not become the export");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious", "a link at the target is replaced");
+    is_the_export(&out);
+    let mut left: Vec<_> = std::fs::read_dir(&shared).unwrap().map(|e| e.unwrap().file_name()).collect();
+    left.sort();
+    assert_eq!(left, ["products.csv", "products.csv.tmp"], "nothing else is left in the folder");
+}

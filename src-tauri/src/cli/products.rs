@@ -203,7 +203,7 @@ pub async fn restore(state: &AppState, file: &Path, json: bool) -> i32 {
                 field(&summary.safety_backup)
             );
             if summary.held > 0 {
-                println!(
+                outln!(
                     "{} photos that waited in its queue are not sent again until you retry them (the Import view)",
                     summary.held
                 );

@@ -120,7 +120,7 @@ pub async fn take_fields(saved: Product, proposal: Product, fields: Vec<String>)
     product::take_fields(&saved, &proposal, &fields).map_err(|message| ErrorReport::new(ErrorCode::Validation, message))
 }
 
-/// Writes every saved product to `path` (through `path.tmp`, renamed when complete).
+/// Writes every saved product to `path` (a new file beside it, renamed when complete).
 pub async fn export_catalog(
     state: State<'_, AppState>,
     format: ExportFormat,

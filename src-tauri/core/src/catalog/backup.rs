@@ -1,9 +1,10 @@
 //! Backups and restores of the whole catalog file with SQLite's online backup API, on the catalog
 //! thread (one job each: no other catalog call runs in between).
 //!
-//! A backup is written to a hidden `.<name>.partial` file next to the target and renamed over it
-//! only when complete, so a failed backup never leaves a half-written file under the target's
-//! name. Backups are ordinary rollback-journal SQLite files (no `-wal` beside them), safe to copy.
+//! A backup is written to a new file in a private folder next to the target and renamed over it
+//! only when complete ([`StagedFile`]), so a failed backup never leaves a half-written file under
+//! the target's name. Backups are ordinary rollback-journal SQLite files (no `-wal` beside them),
+//! safe to copy.
 //!
 //! A backup is data, not a database to adopt (issue 32): whoever could write the file could have
 //! planted a trigger that rewrites newly queued paths, or queue rows naming files of this computer.
@@ -28,6 +29,7 @@ use super::listing::count_live;
 use super::migrations::{self, MIGRATIONS, SCHEMA_VERSION};
 use super::records::{BackupSummary, RestoreSummary};
 use super::CatalogError;
+use crate::files::{Access, StagedFile};
 
 /// How often a copy retries while another process holds a lock, and how long it waits between
 /// tries (together about the connection's busy timeout).
@@ -56,9 +58,9 @@ pub(super) fn backup_to(conn: &Connection, live: &Path, target: &Path) -> Result
             format!("{} is the live catalog; choose another file for the backup", target.display()),
         ));
     }
-    let Some(file_name) = target.file_name() else {
+    if target.file_name().is_none() {
         return Err(CatalogError::invalid("path", format!("{} is not a file name", target.display())));
-    };
+    }
     let dir = match target.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
         _ => PathBuf::from("."),
@@ -71,25 +73,13 @@ pub(super) fn backup_to(conn: &Connection, live: &Path, target: &Path) -> Result
             r.get::<_, i64>(0)
         })?;
     check_room(&dir, u64::try_from(size).unwrap_or(0), &crate::disk::FreeSpaceProbe::system())?;
-    let partial = dir.join(format!(".{}.partial", file_name.to_string_lossy()));
-    remove_if_present(&partial)?;
-    let written = write_backup(conn, &partial).and_then(|(products, schema_version)| {
-        std::fs::rename(&partial, target).map_err(|source| CatalogError::File {
-            action: "move the backup to",
-            path: target.into(),
-            source,
-        })?;
-        Ok((products, schema_version))
-    });
-    let (products, schema_version) = match written {
-        Ok(counts) => counts,
-        Err(e) => {
-            // Best effort: the error that matters is the one above.
-            let _ = std::fs::remove_file(&partial);
-            let _ = std::fs::remove_file(journal_of(&partial));
-            return Err(e);
-        }
-    };
+    // A new file (0600: a backup is the whole catalog) in a private folder beside the target,
+    // SQLite's journal with it, renamed over the target only when complete; dropped on an error.
+    let file_error = |action, source| CatalogError::File { action, path: target.into(), source };
+    let (staged, file) = StagedFile::create(target, Access::Private).map_err(|e| file_error("write the backup", e))?;
+    drop(file);
+    let (products, schema_version) = write_backup(conn, staged.path())?;
+    staged.commit().map_err(|e| file_error("move the backup to", e))?;
     let bytes = std::fs::metadata(target)
         .map_err(|source| CatalogError::File { action: "read the size of", path: target.into(), source })?
         .len();
@@ -134,33 +124,21 @@ pub(super) fn restore_from(
 
     unknown_objects(&candidate, schema_version_before).map_err(refuse)?;
 
-    // The restored catalog, whole, beside the live one before the live one is touched.
+    // The restored catalog, whole, beside the live one before the live one is touched: in a new
+    // private folder (removed with it), so no name there can be prepared by someone else.
     let dir = live.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let staged_path = dir.join(format!(".restore-{at}.partial"));
-    remove_if_present(&staged_path)?;
-    let staged = stage(&candidate, &staged_path, at, &refuse);
+    let staging = tempfile::Builder::new().prefix(".restore-").tempdir_in(dir).map_err(|source| {
+        CatalogError::File { action: "make a folder for the restore in", path: dir.into(), source }
+    })?;
+    let staged = stage(&candidate, &staging.path().join("catalog.sqlite3"), at, &refuse);
     drop(candidate);
-    let remove_staged = || {
-        let _ = std::fs::remove_file(&staged_path);
-        let _ = std::fs::remove_file(journal_of(&staged_path));
-    };
-    let (staged, held) = match staged {
-        Ok(staged) => staged,
-        Err(e) => {
-            remove_staged();
-            return Err(e);
-        }
-    };
+    let (staged, held) = staged?;
     let safety = dir.join(SAFETY_BACKUP_DIR).join(format!("before-restore-{at}.sqlite3"));
-    if let Err(e) = backup_to(conn, live, &safety) {
-        drop(staged);
-        remove_staged();
-        return Err(e);
-    }
+    backup_to(conn, live, &safety)?;
     // One transaction of the backup API: on an error the live catalog is rolled back as it was.
     let replaced = copy(&staged, conn);
     drop(staged);
-    remove_staged();
+    drop(staging);
     conn.flush_prepared_statement_cache();
     replaced?;
     let summary = RestoreSummary {
@@ -321,21 +299,6 @@ fn resolved(path: &Path) -> Option<PathBuf> {
         _ => Path::new("."),
     };
     Some(dir.canonicalize().ok()?.join(path.file_name()?))
-}
-
-fn journal_of(path: &Path) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push("-journal");
-    PathBuf::from(name)
-}
-
-fn remove_if_present(path: &Path) -> Result<(), CatalogError> {
-    match std::fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            Err(CatalogError::File { action: "remove the unfinished backup", path: path.into(), source: e })
-        }
-        _ => Ok(()),
-    }
 }
 
 #[cfg(test)]

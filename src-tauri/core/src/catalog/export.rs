@@ -23,7 +23,7 @@
 //! `Image Src` is empty. The description is untrusted text: it is HTML-escaped inside a `<p>`.
 
 use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::str::FromStr;
 
 use rusqlite::Connection;
@@ -34,6 +34,7 @@ use ts_rs::TS;
 
 use super::{Catalog, CatalogError, ProductId};
 use crate::error::{Coded, ErrorCode};
+use crate::files::{Access, StagedFile};
 use crate::product::Product;
 
 /// What [`Catalog::export`] writes.
@@ -194,20 +195,15 @@ impl Catalog {
         self.run("exporting", move |conn| Ok(export_rows(conn, format, out))).await?
     }
 
-    /// [`Self::export`] into the file `path`, written as `path.tmp` and renamed once complete, so
-    /// `path` is never a partial export (a failed export removes the temporary file and leaves
-    /// an older `path` as it was).
+    /// [`Self::export`] into the file `path`, written as a new file beside it and renamed once
+    /// complete ([`StagedFile`]), so `path` is never a partial export (a failed export removes the
+    /// new file and leaves an older `path` as it was), and nothing already in the folder (a
+    /// `path.tmp`, a link) is written through.
     pub async fn export_to_file(&self, format: ExportFormat, path: &Path) -> Result<ExportSummary, ExportError> {
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".tmp");
-        let tmp = PathBuf::from(tmp);
-        let file = std::fs::File::create(&tmp)?;
-        let result = self.export(format, Box::new(file)).await;
-        let result = result.and_then(|summary| std::fs::rename(&tmp, path).map(|()| summary).map_err(Into::into));
-        if result.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        result
+        let (staged, file) = StagedFile::create(path, Access::Default)?;
+        let summary = self.export(format, Box::new(file)).await?;
+        staged.commit()?;
+        Ok(summary)
     }
 }
 

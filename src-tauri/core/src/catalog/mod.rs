@@ -79,6 +79,7 @@ pub mod records;
 mod revisions;
 pub mod server;
 pub mod server_changes;
+mod server_connect;
 mod server_listing;
 mod server_products;
 pub(crate) mod tx;
@@ -176,8 +177,16 @@ impl Catalog {
         on_step: &mut dyn FnMut(&migrations::MigrationStep),
     ) -> Result<Catalog, CatalogError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| CatalogError::CreateDir { path: dir.into(), source })?;
+            crate::files::create_private_dir(dir)
+                .map_err(|source| CatalogError::CreateDir { path: dir.into(), source })?;
         }
+        // Only this user reads the catalog: the file 0600 before SQLite opens it (its -wal and
+        // -shm take its mode).
+        crate::files::private_file(path).map_err(|source| CatalogError::File {
+            action: "create the catalog",
+            path: path.into(),
+            source,
+        })?;
         let open_error = |source| CatalogError::Open { path: path.into(), source };
         let mut conn = Connection::open(path).map_err(open_error)?;
         configure(&conn).map_err(open_error)?;
@@ -272,7 +281,7 @@ impl Catalog {
     /// for a SQLite catalog, which one desktop has to itself. The first subscriber starts the
     /// listener (call it inside the tokio runtime).
     pub fn subscribe_changes(&self) -> Option<tokio::sync::broadcast::Receiver<server_changes::CatalogChange>> {
-        self.server().map(|server| server.changes.subscribe(server.config()))
+        self.server().map(|server| server.changes.subscribe(server.config(), server.transport()))
     }
 
     /// The catalog's schema version: SQLite's `PRAGMA user_version` ([`SCHEMA_VERSION`] once

@@ -12,7 +12,9 @@
 //! - TLS (rustls) with `sslmode=require` (or libpq's `verify-ca` / `verify-full`): the server's
 //!   certificate is always verified, chain and name, against `sslrootcert=FILE` (else
 //!   `PGSSLROOTCERT`, else `~/.postgresql/root.crt`), else Mozilla's roots. Without it (libpq's
-//!   default `prefer`, or `disable`) the connection is plain TCP.
+//!   default `prefer`, or `disable`) the connection is plain TCP, on which the password is only
+//!   proven with SCRAM-SHA-256: a server asking for it in clear text or as MD5 is refused before
+//!   anything is sent (`server_connect`; [`ServerError::InsecureAuth`]).
 //! - Migrations: `migrations/pg/NNNN_*.sql`, numbered on their own, each applied in its own
 //!   transaction together with its row in `schema_migrations`, under a transaction-scoped advisory
 //!   lock, so desktops starting at once migrate once (the others wait, then find nothing to do).
@@ -23,6 +25,8 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
+pub use super::server_connect::InsecureAuth;
+use super::server_connect::Transport;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use tokio_postgres::config::{Host, SslMode};
 use tokio_postgres::error::SqlState;
@@ -301,6 +305,16 @@ pub enum ServerError {
          PGPASSWORD or ~/.pgpass (host:port:database:user:password)"
     )]
     PasswordMissing { url: String },
+    /// On a connection without TLS, the server asked for the password in clear text or as MD5;
+    /// nothing was sent (only SCRAM-SHA-256 proves a password there without giving it away).
+    #[error(
+        "the catalog server {url} asked for {asked} over a connection without TLS; nothing was sent. \
+         Connect with TLS: add sslmode=verify-full to the URL (and sslrootcert=/path/to/ca.crt when \
+         the server's certificate is signed by your own CA); or have the server's administrator use \
+         scram-sha-256 (password_encryption = scram-sha-256 and scram-sha-256 in pg_hba.conf, then set \
+         the password again)"
+    )]
+    InsecureAuth { url: String, asked: InsecureAuth },
     #[error("the database of {url} does not exist: create it on the server (createdb), or fix the URL")]
     NoDatabase { url: String },
     #[error(
@@ -326,6 +340,7 @@ impl Coded for ServerError {
             Self::InvalidUrl { .. } => ErrorCode::Config,
             Self::Unreachable { .. } | Self::Tls { .. } => ErrorCode::Network,
             Self::Auth { .. }
+            | Self::InsecureAuth { .. }
             | Self::PasswordMissing { .. }
             | Self::NoDatabase { .. }
             | Self::SchemaTooNew { .. }
@@ -352,6 +367,9 @@ impl ServerError {
                 SqlState::INVALID_CATALOG_NAME => Self::NoDatabase { url },
                 _ => Self::Server { url, message },
             };
+        }
+        if let Some(asked) = InsecureAuth::of(e) {
+            return Self::InsecureAuth { url, asked };
         }
         // tokio-postgres's own errors carry no kind to match; their texts are fixed.
         let text = error_chain(e);
@@ -622,6 +640,9 @@ pub struct ServerCatalog {
     password: Option<PasswordSource>,
     /// What this desktop tags the paths it queues with (see [`super::desktop_key`]).
     key: std::sync::Arc<super::desktop_key::DesktopKey>,
+    /// How each connection is made (TLS, or plain and SCRAM only), for the pool and the change
+    /// listener alike.
+    transport: Transport,
 }
 
 /// The TLS connector of a server that requires TLS: the server's certificate verified (chain
@@ -675,12 +696,12 @@ impl ServerCatalog {
             // fails here rather than falling back, so only `require` asks for TLS.
             config.ssl_mode(SslMode::Disable);
         }
-        let manager = if url.requires_tls() {
-            let tls = tls_connector(url, root_cert.as_deref())?;
-            Manager::from_config(config.clone(), tls, manager_config)
+        let transport = if url.requires_tls() {
+            Transport::Tls(tls_connector(url, root_cert.as_deref())?)
         } else {
-            Manager::from_config(config.clone(), tokio_postgres::NoTls, manager_config)
+            Transport::Plain
         };
+        let manager = Manager::from_connect(config.clone(), transport.clone(), manager_config);
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
             .runtime(Runtime::Tokio1)
@@ -689,8 +710,17 @@ impl ServerCatalog {
             .map_err(|e| ServerError::Server { url: url.to_string(), message: e.to_string() })?;
         let desktop = desktop_name(&super::local_user(), super::local_host().as_deref(), std::process::id());
         let key = std::sync::Arc::new(super::desktop_key::DesktopKey::random());
-        let catalog =
-            Self { pool, url: url.clone(), user, config, changes: Default::default(), desktop, password, key };
+        let catalog = Self {
+            pool,
+            url: url.clone(),
+            user,
+            config,
+            changes: Default::default(),
+            desktop,
+            password,
+            transport,
+            key,
+        };
         drop(catalog.client().await?);
         Ok(catalog)
     }
@@ -741,6 +771,11 @@ impl ServerCatalog {
     /// The resolved connection settings (password included: never print them).
     pub(crate) fn config(&self) -> &tokio_postgres::Config {
         &self.config
+    }
+
+    /// How this catalog's connections are made.
+    pub(crate) fn transport(&self) -> &Transport {
+        &self.transport
     }
 
     /// A connection from the pool.

@@ -13,10 +13,10 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use tokio::sync::broadcast;
-use tokio_postgres::tls::MakeTlsConnect;
-use tokio_postgres::{AsyncMessage, Socket};
+use tokio_postgres::AsyncMessage;
 
 use super::records::ProductId;
+use super::server_connect::Transport;
 
 /// The notification channel product writes use.
 pub const CHANNEL: &str = "pe_catalog_changes";
@@ -57,36 +57,29 @@ pub(crate) struct Changes {
 impl Changes {
     /// A receiver of the catalog's changes; the first one starts the listener (which needs a
     /// tokio runtime).
-    pub(super) fn subscribe(&self, config: &tokio_postgres::Config) -> broadcast::Receiver<CatalogChange> {
+    pub(super) fn subscribe(
+        &self,
+        config: &tokio_postgres::Config,
+        transport: &Transport,
+    ) -> broadcast::Receiver<CatalogChange> {
         let mut sender = self.sender.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(sender) = sender.as_ref().filter(|s| s.receiver_count() > 0) {
             return sender.subscribe();
         }
         let (tx, rx) = broadcast::channel(BACKLOG);
         *sender = Some(tx.clone());
-        tokio::spawn(listen(config.clone(), Arc::new(tx)));
+        tokio::spawn(listen(config.clone(), transport.clone(), Arc::new(tx)));
         rx
     }
 }
 
 /// Listens until nobody subscribes, reconnecting when the connection drops.
-async fn listen(config: tokio_postgres::Config, sender: Arc<broadcast::Sender<CatalogChange>>) {
+async fn listen(config: tokio_postgres::Config, transport: Transport, sender: Arc<broadcast::Sender<CatalogChange>>) {
     let mut pause = RETRY_FIRST;
     let mut first = true;
     let mut away = false;
     while sender.receiver_count() > 0 {
-        let heard = if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
-            listen_once(
-                &config,
-                tokio_postgres_rustls::MakeRustlsConnect::with_webpki_roots(),
-                &sender,
-                first,
-                &mut away,
-            )
-            .await
-        } else {
-            listen_once(&config, tokio_postgres::NoTls, &sender, first, &mut away).await
-        };
+        let heard = listen_once(&config, &transport, &sender, first, &mut away).await;
         match heard {
             Ok(()) => return,
             Err(ListenEnded::Connected(message)) => {
@@ -120,22 +113,17 @@ enum ListenEnded {
 
 /// One connection: LISTEN, then forward notifications until it ends (`Err`) or nobody subscribes
 /// (`Ok`). After a reconnect, subscribers are told to read everything again.
-async fn listen_once<T>(
+async fn listen_once(
     config: &tokio_postgres::Config,
-    tls: T,
+    transport: &Transport,
     sender: &broadcast::Sender<CatalogChange>,
     first: bool,
     away: &mut bool,
-) -> Result<(), ListenEnded>
-where
-    T: MakeTlsConnect<Socket>,
-    T::Stream: Send + 'static,
-{
-    let (client, mut connection) =
-        config.connect(tls).await.map_err(|e| ListenEnded::NotConnected(super::server::error_chain(&e)))?;
+) -> Result<(), ListenEnded> {
+    let (client, mut stream) =
+        transport.connect(config).await.map_err(|e| ListenEnded::NotConnected(super::server::error_chain(&e)))?;
     let (messages, mut incoming) = tokio::sync::mpsc::unbounded_channel();
     let driver = tokio::spawn(async move {
-        let mut stream = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
         while let Some(message) = stream.next().await {
             match message {
                 Ok(AsyncMessage::Notification(n)) => {

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::records::ItemState;
 use super::shared::Shared;
 use super::store::{self, Finish};
+use crate::files::{Access, StagedFile};
 
 /// A spooled outcome, and which desktop (process) paid for it.
 #[derive(Debug, Serialize, Deserialize)]
@@ -28,14 +29,13 @@ pub(crate) fn keep(dir: &Path, desktop: Option<&str>, finish: &Finish) -> Option
     let started = finish.attempt.as_ref().map_or(0, |a| a.started_at);
     let path = dir.join(format!("item-{}-{started}.json", finish.id));
     let written = (|| -> std::io::Result<()> {
-        std::fs::create_dir_all(dir)?;
+        crate::files::create_private_dir(dir)?;
         let spooled = Spooled { desktop: desktop.map(str::to_owned), finish: finish.clone() };
         let json = serde_json::to_vec(&spooled).map_err(std::io::Error::other)?;
-        let mut file = tempfile::NamedTempFile::new_in(dir)?;
+        let (staged, mut file) = StagedFile::create(&path, Access::Private)?;
         std::io::Write::write_all(&mut file, &json)?;
-        file.as_file().sync_all()?;
-        file.persist(&path).map_err(|e| e.error)?;
-        Ok(())
+        drop(file);
+        staged.commit()
     })();
     match written {
         Ok(()) => Some(path),
