@@ -566,8 +566,9 @@ async fn a_team_catalog_shows_what_another_desktop_saves() {
     wait_text(&c, "#detail-revision", "revision 3", long).await;
     wait_for(&c, r#"button[aria-label="Close (Esc)"]"#, long).await.click().await.unwrap();
 
-    // Bob's desktop imports a folder into the team's queue: the window takes its part too, and
-    // its Import view says which desktop works which photo.
+    // Bob's desktop imports a folder of a shared drive into the team's queue; the window lists
+    // the same folder (a desktop opens only files it listed itself: issue 32) and takes its part
+    // too, and its Import view says which desktop works which photo.
     let bob_fake = fake_gemini::FakeGemini::start(slow()).await.unwrap();
     let bob_queue = team_desktop(&url, "bob@studio-2 #2", &bob_fake.base_url()).await;
     let shoot = data_dir.path().join("team-shoot");
@@ -576,7 +577,17 @@ async fn a_team_catalog_shows_what_another_desktop_saves() {
         std::fs::write(shoot.join(format!("t{i:02}.jpg")), fake_gemini::photos::sample_jpeg(900 + i, 320, 240, 85))
             .unwrap();
     }
-    bob_queue.enqueue(vec![shoot], pe_core::import::EnqueueOptions::default()).await.unwrap();
+    bob_queue.enqueue(vec![shoot.clone()], pe_core::import::EnqueueOptions::default()).await.unwrap();
+    let listed = c
+        .execute_async(
+            r#"const [paths, done] = arguments;
+               window.__TAURI_INTERNALS__.invoke('import_paths', { paths, batch: false })
+                 .then((r) => done(r), (e) => done('err: ' + JSON.stringify(e)));"#,
+            vec![json!([shoot])],
+        )
+        .await
+        .unwrap();
+    assert!(listed.get("unchanged").is_some(), "the window listed the folder: {listed}");
     let deadline = Instant::now() + long;
     while bob_fake.generate_count() == 0 || window_fake.generate_count() == 0 {
         if Instant::now() >= deadline {
