@@ -555,9 +555,24 @@ fn read_checked(path: &Path, cfg: &ImageConfig) -> Result<Vec<u8>, IntakeError> 
     // The file may have changed since the stat: re-check on the open handle and cap the read.
     let len = file.metadata().map_err(io_err)?.len();
     check_file_len(len, cfg)?;
-    let mut bytes = Vec::with_capacity(len as usize);
-    file.take(cfg.max_file_bytes.saturating_add(1)).read_to_end(&mut bytes).map_err(io_err)?;
-    check_file_len(bytes.len() as u64, cfg)?;
+    read_capped(file, len, cfg).map_err(|e| match e {
+        Capped::Io(source) => io_err(source),
+        Capped::Refused(e) => e,
+    })
+}
+
+enum Capped {
+    Io(std::io::Error),
+    Refused(IntakeError),
+}
+
+/// Reads at most one byte more than `max_file_bytes`, whatever the file said its size was: a file
+/// that grows while it is read (a camera still writing, a hostile share) is refused, never read
+/// without end.
+fn read_capped(reader: impl Read, len_hint: u64, cfg: &ImageConfig) -> Result<Vec<u8>, Capped> {
+    let mut bytes = Vec::with_capacity(len_hint.min(cfg.max_file_bytes) as usize);
+    reader.take(cfg.max_file_bytes.saturating_add(1)).read_to_end(&mut bytes).map_err(Capped::Io)?;
+    check_file_len(bytes.len() as u64, cfg).map_err(Capped::Refused)?;
     Ok(bytes)
 }
 
@@ -1307,6 +1322,29 @@ mod tests {
         let small = ImageConfig { max_file_bytes: 100, ..cfg() };
         assert!(matches!(prepare_bytes(&jpeg(64, 64), &small), Err(IntakeError::FileTooLarge { .. })));
         assert!(matches!(preview_data_url(&path, &cfg(), 1024), Err(IntakeError::FileTooLarge { .. })));
+    }
+
+    /// Issue 32, what held: a FIFO or a device is refused from its metadata, before anything
+    /// opens it (opening a FIFO blocks until a writer comes; /dev/zero never ends).
+    #[cfg(unix)]
+    #[test]
+    fn fifos_and_devices_are_refused_without_being_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("photo.jpg");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        assert!(matches!(prepare_file(&fifo, &cfg()), Err(IntakeError::NotAFile { .. })));
+        assert!(matches!(prepare_file(Path::new("/dev/zero"), &cfg()), Err(IntakeError::NotAFile { .. })));
+    }
+
+    /// Issue 32, what held: a file that grows while it is read (its size said it was small) is
+    /// refused at the limit, never read without end.
+    #[test]
+    fn a_file_that_grows_while_read_is_refused_at_the_limit() {
+        let small = ImageConfig { max_file_bytes: 1_000, ..cfg() };
+        let endless = std::io::repeat(0xFF);
+        assert!(matches!(read_capped(endless, 10, &small), Err(Capped::Refused(IntakeError::FileTooLarge { .. }))));
+        let fits = std::io::repeat(0xFF).take(1_000);
+        assert_eq!(read_capped(fits, 10, &small).ok().map(|b| b.len()), Some(1_000));
     }
 
     #[test]
