@@ -284,6 +284,8 @@ fn last_log_lines(dir: &Path, n: usize) -> String {
 /// Emits the event a real OS drop produces; the page's drag-drop listener handles it exactly as
 /// it handles a real drop.
 async fn drop_files(c: &Client, paths: &[&Path]) {
+    // The window registers its drop listener after it first renders: a drop before that is lost.
+    wait_for(c, r#".shell[data-drop-ready="true"]"#, Duration::from_secs(30)).await;
     let paths: Vec<String> = paths.iter().map(|p| p.to_string_lossy().into_owned()).collect();
     let result = c
         .execute_async(

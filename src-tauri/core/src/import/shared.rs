@@ -60,8 +60,8 @@ pub(crate) struct Shared {
     pub(crate) events: broadcast::Sender<ItemChanged>,
     /// The newest count read published (see `Counted::seq`): an older read never wins.
     pub(crate) last_counts_seq: AtomicU64,
-    /// The same for the queue's cost, which only some reads carry.
-    pub(crate) last_cost_seq: AtomicU64,
+    /// The queue's cost as the reads that carry it told it (see [`CostBook`]).
+    pub(crate) cost_book: Mutex<CostBook>,
     /// Perceptual hashes of product photos and queued photos, for near-duplicate hints.
     pub(crate) near: Mutex<NearIndex>,
     /// Bounds the photos prepared at once (CPU), independently of the calls in flight.
@@ -210,7 +210,7 @@ impl Shared {
             progress: watch::channel(ImportProgress::new(ImportStatus::Idle)).0,
             events: broadcast::channel(EVENT_CAPACITY).0,
             last_counts_seq: AtomicU64::new(0),
-            last_cost_seq: AtomicU64::new(0),
+            cost_book: Mutex::new(CostBook::default()),
             near: Mutex::new(near),
             prepare_slots: Semaphore::new(options.prepare_concurrency.max(1)),
             sends: RwLock::new(sends),
@@ -385,12 +385,9 @@ impl Shared {
                 p.set_counts(counted.counts, counted.duplicates);
             }
             if let Some(cost) = counted.cost {
-                if self.last_cost_seq.fetch_max(counted.seq, Ordering::SeqCst) < counted.seq {
-                    match cost {
-                        CostRead::Total(total) => p.queue_cost = total,
-                        CostRead::Add(added) => p.queue_cost.add_total(&added),
-                    }
-                }
+                let mut book = self.cost_book.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                book.apply(cost, counted.seq);
+                p.queue_cost = book.total();
             }
             p.changes += changes;
             p.throughput_per_min = (per_minute * 10.0).round() / 10.0;
@@ -795,6 +792,41 @@ pub(crate) fn status_of(mode: Mode, hold: Option<&Hold>, p: &ImportProgress, in_
     }
 }
 
+/// The queue's cost from reads published in any order: a total (read over every item) replaces
+/// what older reads said; a call's cost (read when its outcome was written) adds to the newest
+/// total older than it, whenever it is published. Before, a call published after a newer call was
+/// dropped as "older", and the Import view missed its cost until the next total.
+#[derive(Debug, Default)]
+pub(crate) struct CostBook {
+    total: CostTotal,
+    total_seq: u64,
+    /// Calls read after `total`, each once.
+    added: Vec<(u64, CostTotal)>,
+}
+
+impl CostBook {
+    fn apply(&mut self, read: CostRead, seq: u64) {
+        match read {
+            CostRead::Total(total) if seq > self.total_seq => {
+                self.total = total;
+                self.total_seq = seq;
+                self.added.retain(|(at, _)| *at > seq);
+            }
+            CostRead::Add(added) if seq > self.total_seq => self.added.push((seq, added)),
+            // Counted in a newer total already.
+            _ => {}
+        }
+    }
+
+    fn total(&self) -> CostTotal {
+        let mut total = self.total;
+        for (_, added) in &self.added {
+            total.add_total(added);
+        }
+        total
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -806,5 +838,29 @@ mod tests {
             .map(|p| u64::try_from(p.as_millis()).unwrap())
             .collect();
         assert_eq!(pauses, [500, 1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000, 30_000]);
+    }
+
+    #[test]
+    fn a_calls_cost_counts_whatever_order_the_reads_are_published_in() {
+        let call = |n: u32| CostTotal { calls: n, input_tokens: u64::from(n) * 100, ..CostTotal::default() };
+        // Two calls read as 11 and 12, published 12 first: both count (one used to be dropped).
+        let mut book = CostBook::default();
+        book.apply(CostRead::Total(call(0)), 10);
+        book.apply(CostRead::Add(call(1)), 12);
+        book.apply(CostRead::Add(call(1)), 11);
+        assert_eq!(book.total().calls, 2);
+        // A newer total counts what it read; an older one published late changes nothing.
+        book.apply(CostRead::Total(call(5)), 13);
+        assert_eq!(book.total().calls, 5);
+        book.apply(CostRead::Total(call(1)), 9);
+        assert_eq!(book.total().calls, 5);
+        // A call read before that total is in it; one read after adds.
+        book.apply(CostRead::Add(call(1)), 12);
+        assert_eq!(book.total().calls, 5);
+        book.apply(CostRead::Add(call(1)), 14);
+        assert_eq!(book.total().calls, 6);
+        // A total read after a call that was published before it replaces it (it includes it).
+        book.apply(CostRead::Total(call(7)), 15);
+        assert_eq!(book.total().calls, 7);
     }
 }
