@@ -554,8 +554,18 @@ async fn a_bad_key_stops_the_queue_items_stay_queued_and_a_new_key_finishes_it_b
     assert!(matches!(queue.progress().borrow().status, ImportStatus::Stopped { .. }));
     // Another key: fixing the cause is enough, the queue goes on without Resume.
     queue.set_pipeline(s.pipeline(KEY));
-    let progress = settled(&queue).await;
-    assert_eq!(progress.status, ImportStatus::Finished);
+    // Wait for the state the change leads to: "settled" alone could still see the stop from
+    // before the queue took the new pipeline (a stress run under load did).
+    let mut watch = queue.progress();
+    // The read guard is dropped at once: held, it would block every publisher.
+    let finished = tokio::time::timeout(
+        Duration::from_secs(20),
+        watch.wait_for(|p| p.status == ImportStatus::Finished && p.counts.ready == 5),
+    )
+    .await
+    .is_ok();
+    assert!(finished, "never finished with the new key: {:?}", queue.progress().borrow());
+    let progress = queue.progress().borrow().clone();
     assert_eq!(progress.counts, counts(5, 0, 0, 0));
     assert!(all_rows(&queue).await.iter().all(|r| r.attempts == 1 && r.last_error.is_none()));
 }
