@@ -297,6 +297,7 @@ async fn prepare_photos(pipeline: &Pipeline, item: &Claimed) -> Result<Option<Ve
     let verify = item.shared || item.origin == ItemOrigin::Interactive;
     let mut images = Vec::with_capacity(1 + item.more.len());
     for (number, (path, sha256, trusted)) in (1..).zip(photos) {
+        // Why this photo cannot be sent from its path (`None`: another desktop's, never opened).
         let unusable = if item.elsewhere {
             None
         } else if !trusted {
@@ -335,11 +336,11 @@ async fn prepare_photos(pipeline: &Pipeline, item: &Claimed) -> Result<Option<Ve
                 continue;
             }
         }
-        if item.elsewhere {
-            // Another computer's photo, not prepared yet: left to the desktop that queued it.
-            return Ok(None);
+        match unusable {
+            // Another desktop's photo, not prepared yet: left to the desktop that queued it.
+            None => return Ok(None),
+            Some(error) => return Err(error),
         }
-        return Err(unusable.unwrap_or(ExtractError::NotQueuedHere));
     }
     Ok(Some(images))
 }
