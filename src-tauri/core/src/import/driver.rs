@@ -91,6 +91,8 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
             // A disk too full for more work: nothing is claimed (what is in flight is written, in
             // the room the watermark keeps); the hold's timer looks again.
             (None, Mode::Running) if shared.disk_too_full() => continue,
+            // The answers a previous run paid for are written first (`spool::replay` wakes us).
+            (None, Mode::Running) if shared.replaying.load(std::sync::atomic::Ordering::SeqCst) => Wait::Event,
             // Bulk items fill K + lookahead; interactive ones have as many again of their own, so
             // a dropped photo never waits behind a bulk import's lookahead (and memory stays
             // bounded however many photos are dropped).

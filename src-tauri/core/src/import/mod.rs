@@ -424,15 +424,17 @@ impl ImportQueue {
         shared.working.store(true, std::sync::atomic::Ordering::SeqCst);
         lock(&shared.control).driver_alive = true;
         shared.publish(&resumed, 0);
+        // Answers a previous run paid for and could not write (its server was away): written
+        // before the driver claims anything (see `Shared::replaying`).
+        shared.replaying.store(shared.options.spool_dir.is_some(), std::sync::atomic::Ordering::SeqCst);
+        let replay = tokio::spawn(spool::replay(Arc::downgrade(shared)));
+        lock(&self.inner.tasks).push(replay.abort_handle());
         let driver = tokio::spawn(driver::drive(shared.clone()));
         let backfill = tokio::spawn(driver::backfill_phashes(shared.clone()));
         if let Err(e) = batch::publish_batches(shared).await {
             tracing::warn!(error = %e, "import: could not read the batches");
         }
         let batches = tokio::spawn(batch::run(shared.clone()));
-        // Answers a previous run paid for and could not write (its server was away).
-        let replay = tokio::spawn(spool::replay(Arc::downgrade(shared)));
-        lock(&self.inner.tasks).push(replay.abort_handle());
         lock(&self.inner.tasks).extend([driver.abort_handle(), backfill.abort_handle(), batches.abort_handle()]);
         if on_server {
             let leases = tokio::spawn(tend_leases(Arc::downgrade(shared)));

@@ -93,6 +93,9 @@ pub(crate) struct Shared {
     /// The items this process's tasks work on now (claimed, not yet finished): what a desktop's
     /// leases should cover once its server is back.
     pub(crate) working_on: Mutex<std::collections::HashSet<ItemId>>,
+    /// True until the answers a previous run left in the spool are written: the driver claims
+    /// nothing meanwhile, or it could claim (and pay again for) an item whose answer waits there.
+    pub(crate) replaying: AtomicBool,
 }
 
 /// Held by an item task from the moment its call is answered to its end: the task only writes
@@ -224,6 +227,7 @@ impl Shared {
             disk_seen: Mutex::new(None),
             server_away: Mutex::new(None),
             working_on: Mutex::new(std::collections::HashSet::new()),
+            replaying: AtomicBool::new(false),
         }
     }
 

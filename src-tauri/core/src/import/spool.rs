@@ -54,8 +54,17 @@ pub(crate) fn written(path: &Path) {
 }
 
 /// Writes what a previous run left in the spool, trying again (backing off) while the server is
-/// away; ends when the spool is empty. Holds the queue weakly.
+/// away; ends when the spool is empty, and lets the driver claim then ([`Shared::replaying`]).
+/// Holds the queue weakly.
 pub(crate) async fn replay(shared: std::sync::Weak<Shared>) {
+    replay_all(&shared).await;
+    if let Some(shared) = shared.upgrade() {
+        shared.replaying.store(false, std::sync::atomic::Ordering::SeqCst);
+        shared.changed();
+    }
+}
+
+async fn replay_all(shared: &std::sync::Weak<Shared>) {
     let mut pause = Duration::from_millis(500);
     loop {
         let Some(shared) = shared.upgrade() else { return };
