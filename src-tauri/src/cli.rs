@@ -7,6 +7,7 @@ mod catalog_password;
 mod import;
 mod key;
 mod products;
+mod serve;
 mod usage;
 
 use std::collections::HashMap;
@@ -16,15 +17,13 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use pe_core::catalog::server::CatalogUrl;
 use pe_core::catalog::{CostTotal, ExportFormat, ProductSummary};
 use pe_core::config::Config;
-use pe_core::import::{
-    ClaimScope, EnqueueOptions, ImportItemDetail, ImportOptions, ImportQueue, ItemState, SkipReason, StopAdvice,
-};
+use pe_core::import::{ClaimScope, EnqueueOptions, ImportOptions, ImportQueue, StopAdvice};
 use pe_core::pricing::Usd;
-use pe_core::product::{FieldFlag, Product};
 use pe_core::stored_path::StoredPath;
-use pe_core::{ErrorCode, ErrorReport};
+use pe_core::ErrorReport;
 use serde_json::{json, Value};
 
+use crate::extraction::{outcome_of, Outcome};
 use crate::state::{process_env, AppState, Paths};
 use crate::terminal::{self, errln, outln};
 
@@ -92,6 +91,9 @@ pub enum Command {
     /// `key delete`.
     #[command(subcommand)]
     Key(key::KeyCommand),
+    /// Serve the HTTP API (`POST /api/products/extract`, the actuator, OpenAPI at
+    /// /api/openapi.json) for other programs; `serve token set|status|delete` keeps its token.
+    Serve(serve::ServeArgs),
     /// The catalog itself: `catalog check` connects to a server catalog and migrates it; `catalog
     /// copy` copies a whole catalog between SQLite files and servers.
     #[command(subcommand)]
@@ -334,6 +336,7 @@ async fn run_command(state: &AppState, command: Command) -> i32 {
         Command::Usage(args) => usage::run(state, args).await,
         Command::Breaker { json } => breaker(state, json).await,
         Command::Key(command) => key::run(state, command).await,
+        Command::Serve(args) => serve::run(state, args).await,
         Command::Catalog(_) => unreachable!("handled before the catalog opens"),
     }
 }
@@ -357,6 +360,7 @@ impl Command {
             Command::Usage(_) => "usage",
             Command::Breaker { .. } => "breaker",
             Command::Key(_) => "key",
+            Command::Serve(_) => "serve",
             Command::Catalog(_) => "catalog",
         }
     }
@@ -551,75 +555,6 @@ async fn extract(state: &AppState, args: ExtractArgs) -> i32 {
     }
 }
 
-/// What an item means for its file's line: the proposal (saved first with `--save`), or the error.
-async fn outcome_of(queue: &ImportQueue, state: &AppState, detail: ImportItemDetail, save: bool) -> Outcome {
-    let row = &detail.row;
-    match (row.state, detail.proposal, detail.attempt, &row.skipped) {
-        (ItemState::Ready | ItemState::Saved, Some(product), Some(attempt), _) => {
-            let saved = match (save, row.state) {
-                (false, _) => None,
-                (true, ItemState::Saved) => row.product_id,
-                (true, _) => Some(queue.save_item(row.id, product.clone()).await.map_err(ErrorReport::from)?.id),
-            };
-            let answer = Answer {
-                flags: detail.flags,
-                product,
-                usage: attempt.usage.unwrap_or_default(),
-                cost: attempt.cost_usd,
-                // A ready item from an earlier run was billed then, not now.
-                billed_now: row.state == ItemState::Ready || save,
-                model: attempt.model,
-                latency_ms: attempt.latency_ms,
-                photo_id: row.photo_id.unwrap_or_default(),
-                attempt_id: attempt.id,
-            };
-            Ok((answer, saved))
-        }
-        (_, _, _, Some(skip)) if skip.reason == SkipReason::AlreadyInCatalog => {
-            let product_id = skip.duplicate_of_product.unwrap_or_default();
-            let answer = stored_answer(state, product_id).await?;
-            Ok((answer, save.then_some(product_id)))
-        }
-        (_, _, _, Some(skip)) => {
-            let code = match skip.reason {
-                SkipReason::UnsupportedFormat => ErrorCode::UnsupportedFormat,
-                SkipReason::NotAPhoto => ErrorCode::InvalidImage,
-                _ => ErrorCode::Io,
-            };
-            Err(ErrorReport::new(code, skip.message.clone()))
-        }
-        _ => Err(row.last_error.clone().unwrap_or_else(|| {
-            ErrorReport::new(ErrorCode::Io, format!("Item #{} ended as {} without a result.", row.id, row.state))
-        })),
-    }
-}
-
-/// The proposal a product in the catalog was saved from: the same bytes are not sent again.
-async fn stored_answer(state: &AppState, product_id: i64) -> Result<Answer, ErrorReport> {
-    let record = state.catalog().get_product(product_id).await?;
-    let attempts = state.catalog().attempts(record.photo_id).await?;
-    let attempt = attempts.into_iter().find(|a| Some(a.id) == record.attempt_id);
-    let product = attempt.as_ref().and_then(|a| a.proposal.clone()).unwrap_or_else(|| record.saved.clone());
-    let usage = attempt.as_ref().map(|a| pe_core::gemini::Usage {
-        prompt_tokens: a.prompt_tokens.unwrap_or_default(),
-        output_tokens: a.output_tokens.unwrap_or_default(),
-        thoughts_tokens: a.thoughts_tokens.unwrap_or_default(),
-        total_tokens: a.total_tokens.unwrap_or_default(),
-        cached_tokens: a.cached_tokens.unwrap_or_default(),
-    });
-    Ok(Answer {
-        flags: product.validate(),
-        product,
-        usage: usage.unwrap_or_default(),
-        cost: attempt.as_ref().and_then(|a| a.cost_usd),
-        billed_now: false,
-        model: attempt.as_ref().map(|a| a.model.clone()).unwrap_or_default(),
-        latency_ms: attempt.as_ref().map_or(0, |a| a.latency_ms),
-        photo_id: record.photo_id,
-        attempt_id: record.attempt_id.unwrap_or_default(),
-    })
-}
-
 /// `breaker`: the Gemini breaker as the last run left it (restored from the catalog, as the next
 /// import starts from it), in Spring's actuator shape plus `restoredFrom`, when the state was
 /// saved by the last run.
@@ -627,17 +562,11 @@ async fn breaker(state: &AppState, json: bool) -> i32 {
     state.restore_breaker().await;
     let stack = state.stack();
     let breaker = stack.breaker();
-    let mut actuator = breaker.actuator_json();
-    let restored = breaker
-        .snapshot()
-        .restored_from_ms
-        .and_then(|ms| chrono::DateTime::from_timestamp_millis(i64::try_from(ms).ok()?))
-        .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
-    if let Some(at) = &restored {
-        actuator["restoredFrom"] = json!(at);
-    }
+    let all = breaker_json(state);
+    let actuator = &all["circuitBreakers"][breaker.name()];
+    let restored = actuator["restoredFrom"].as_str().map(str::to_owned);
     if json {
-        let _ = terminal::out_json(&json!({"circuitBreakers": {breaker.name(): actuator}}));
+        let _ = terminal::out_json(&all);
     } else {
         let snap = stack.snapshot();
         let from = restored.map(|at| format!(" (restored from the last run, saved {at})")).unwrap_or_default();
@@ -667,19 +596,21 @@ async fn breaker(state: &AppState, json: bool) -> i32 {
     EXIT_OK
 }
 
-/// One file's answer, as `extract` prints it.
-struct Answer {
-    product: Product,
-    flags: Vec<FieldFlag>,
-    usage: pe_core::gemini::Usage,
-    /// What the attempt cost; `None`: price unknown.
-    cost: Option<Usd>,
-    /// Gemini was called for it in this run (not a stored answer).
-    billed_now: bool,
-    model: String,
-    latency_ms: u64,
-    photo_id: i64,
-    attempt_id: i64,
+/// The breaker in Spring Boot's `/actuator/circuitbreakers` shape, plus `restoredFrom` when its
+/// state was saved by the last run: `breaker --json` and the HTTP API's actuator.
+pub(crate) fn breaker_json(state: &AppState) -> Value {
+    let stack = state.stack();
+    let breaker = stack.breaker();
+    let mut actuator = breaker.actuator_json();
+    let restored = breaker
+        .snapshot()
+        .restored_from_ms
+        .and_then(|ms| chrono::DateTime::from_timestamp_millis(i64::try_from(ms).ok()?))
+        .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+    if let Some(at) = restored {
+        actuator["restoredFrom"] = json!(at);
+    }
+    json!({"circuitBreakers": {breaker.name(): actuator}})
 }
 
 /// A line's `"usage"`: Gemini's counts with `"cost_usd"` (null when the model has no price).
@@ -709,8 +640,6 @@ pub(crate) fn cost_text(cost: &CostTotal) -> String {
     };
     format!("{} in / {} out tokens, {}{unknown}", cost.input_tokens, cost.output_tokens, cost.usd)
 }
-
-type Outcome = Result<(Answer, Option<i64>), ErrorReport>;
 
 /// `billed`: the usage of a failed item's answer, when Gemini billed one; `barcodes`: what the
 /// photo's barcode read (`barcode_gtins`), when it was prepared.

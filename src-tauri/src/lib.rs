@@ -11,11 +11,13 @@
 //! - [`opening`] opens the state before the window, with a progress window for a long upgrade.
 //! - [`thumbnails`] serves photos' thumbnails to the window by content hash (`thumb:`).
 
+pub mod api;
 pub mod bindings;
 pub mod cli;
 pub mod commands;
 pub mod dto;
 pub mod events;
+pub(crate) mod extraction;
 pub mod logging;
 pub mod opening;
 pub mod secrets;

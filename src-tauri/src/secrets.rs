@@ -1,6 +1,6 @@
 //! The API key in the OS keyring (the Secret Service on Linux, Keychain on macOS, the Credential
-//! Manager on Windows), through the `keyring` crate. One entry: service `product-extractor`, user
-//! `gemini-api-key`. `PRODUCT_EXTRACTOR_KEYRING_SERVICE` names another service, so that two setups
+//! Manager on Windows), through the `keyring` crate: service `product-extractor`, user
+//! `gemini-api-key`; beside it a team catalog's password and the HTTP API's token. `PRODUCT_EXTRACTOR_KEYRING_SERVICE` names another service, so that two setups
 //! (or parallel tests) on one account keep separate keys.
 //!
 //! Every call may block on D-Bus: async callers run it on the blocking pool.
@@ -13,6 +13,8 @@ pub const ENV_SERVICE: &str = "PRODUCT_EXTRACTOR_KEYRING_SERVICE";
 const USER: &str = "gemini-api-key";
 /// The keyring user of a team catalog server's password, before its `user@host:port/db`.
 const CATALOG_USER_PREFIX: &str = "catalog-password ";
+/// The HTTP API's bearer token (`serve token set`).
+const API_TOKEN_USER: &str = "http-api-token";
 
 /// Why the keyring could not be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -56,39 +58,59 @@ impl Keyring {
         &self.service
     }
 
-    fn entry(&self) -> Result<keyring::Entry, KeyringError> {
-        keyring::Entry::new(&self.service, USER).map_err(classify)
-    }
-
-    /// The entry of a team catalog server's password: user `catalog-password user@host:port/db`
-    /// (the key is `pe_core::catalog::server::password_key`).
-    fn catalog_entry(&self, key: &str) -> Result<keyring::Entry, KeyringError> {
-        keyring::Entry::new(&self.service, &format!("{CATALOG_USER_PREFIX}{key}")).map_err(classify)
-    }
-
-    /// The password saved for the catalog server `key`, `None` when there is none.
+    /// The password saved for the catalog server `key` (entry `catalog-password user@host:port/db`;
+    /// the key is `pe_core::catalog::server::password_key`), `None` when there is none.
     pub fn catalog_password(&self, key: &str) -> Result<Option<String>, KeyringError> {
-        match self.catalog_entry(key)?.get_password() {
-            Ok(password) => Ok(Some(password)),
+        self.secret(&format!("{CATALOG_USER_PREFIX}{key}"))
+    }
+
+    /// Saves the password of the catalog server `key`, replacing any other, and reads it back.
+    pub fn set_catalog_password(&self, key: &str, password: &str) -> Result<(), KeyringError> {
+        self.set_secret(&format!("{CATALOG_USER_PREFIX}{key}"), password)
+    }
+
+    /// Removes the password of the catalog server `key`; `false` when there was none.
+    pub fn delete_catalog_password(&self, key: &str) -> Result<bool, KeyringError> {
+        self.delete_secret(&format!("{CATALOG_USER_PREFIX}{key}"))
+    }
+
+    /// The HTTP API's bearer token (`serve token set`), `None` when there is none.
+    pub fn api_token(&self) -> Result<Option<String>, KeyringError> {
+        self.secret(API_TOKEN_USER)
+    }
+
+    /// Saves the HTTP API's bearer token, replacing any other, and reads it back.
+    pub fn set_api_token(&self, token: &str) -> Result<(), KeyringError> {
+        self.set_secret(API_TOKEN_USER, token)
+    }
+
+    /// Removes the HTTP API's bearer token; `false` when there was none.
+    pub fn delete_api_token(&self) -> Result<bool, KeyringError> {
+        self.delete_secret(API_TOKEN_USER)
+    }
+
+    fn secret(&self, user: &str) -> Result<Option<String>, KeyringError> {
+        match keyring::Entry::new(&self.service, user).map_err(classify)?.get_password() {
+            Ok(secret) => Ok(Some(secret)),
             Err(keyring::Error::NoEntry) => Ok(None),
             Err(e) => Err(classify(e)),
         }
     }
 
-    /// Saves the password of the catalog server `key`, replacing any other, and reads it back.
-    pub fn set_catalog_password(&self, key: &str, password: &str) -> Result<(), KeyringError> {
-        let entry = self.catalog_entry(key)?;
-        entry.set_password(password).map_err(classify)?;
+    /// Saves a secret and reads it back: a keyring that accepts a write and loses it is not one
+    /// to rely on.
+    fn set_secret(&self, user: &str, secret: &str) -> Result<(), KeyringError> {
+        let entry = keyring::Entry::new(&self.service, user).map_err(classify)?;
+        entry.set_password(secret).map_err(classify)?;
         match entry.get_password() {
-            Ok(stored) if stored == password => Ok(()),
-            Ok(_) => Err(KeyringError::Failed("the password read back differs from the one stored".into())),
+            Ok(stored) if stored == secret => Ok(()),
+            Ok(_) => Err(KeyringError::Failed("the secret read back differs from the one stored".into())),
             Err(e) => Err(classify(e)),
         }
     }
 
-    /// Removes the password of the catalog server `key`; `false` when there was none.
-    pub fn delete_catalog_password(&self, key: &str) -> Result<bool, KeyringError> {
-        match self.catalog_entry(key)?.delete_credential() {
+    fn delete_secret(&self, user: &str) -> Result<bool, KeyringError> {
+        match keyring::Entry::new(&self.service, user).map_err(classify)?.delete_credential() {
             Ok(()) => Ok(true),
             Err(keyring::Error::NoEntry) => Ok(false),
             Err(e) => Err(classify(e)),
@@ -97,32 +119,17 @@ impl Keyring {
 
     /// The stored key, `None` when there is none.
     pub fn get(&self) -> Result<Option<ApiKey>, KeyringError> {
-        match self.entry()?.get_password() {
-            Ok(key) => Ok(ApiKey::new(key)),
-            Err(keyring::Error::NoEntry) => Ok(None),
-            Err(e) => Err(classify(e)),
-        }
+        Ok(self.secret(USER)?.and_then(ApiKey::new))
     }
 
-    /// Stores the key, replacing any other, and reads it back: a keyring that accepts a write and
-    /// loses it is not one to rely on.
+    /// Stores the key, replacing any other, and reads it back.
     pub fn set(&self, key: &ApiKey) -> Result<(), KeyringError> {
-        let entry = self.entry()?;
-        entry.set_password(key.expose()).map_err(classify)?;
-        match entry.get_password() {
-            Ok(stored) if stored == key.expose() => Ok(()),
-            Ok(_) => Err(KeyringError::Failed("the key read back differs from the key stored".into())),
-            Err(e) => Err(classify(e)),
-        }
+        self.set_secret(USER, key.expose())
     }
 
     /// Removes the key; `false` when there was none.
     pub fn delete(&self) -> Result<bool, KeyringError> {
-        match self.entry()?.delete_credential() {
-            Ok(()) => Ok(true),
-            Err(keyring::Error::NoEntry) => Ok(false),
-            Err(e) => Err(classify(e)),
-        }
+        self.delete_secret(USER)
     }
 }
 

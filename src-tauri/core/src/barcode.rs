@@ -28,7 +28,7 @@ use ts_rs::TS;
 use crate::product::{check_gtin, gtin_key, FieldFlag, FlagKind, Product};
 
 /// The barcode symbologies we read: the ones a retail product carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 #[ts(export)]
 pub enum BarcodeFormat {
@@ -52,7 +52,7 @@ impl BarcodeFormat {
 
 /// An axis-aligned box in the photo's pixels (the image given to [`read_barcodes`]), inclusive of
 /// `min`, exclusive of `max`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[ts(export)]
 pub struct PixelBox {
     pub x_min: u32,
@@ -62,7 +62,7 @@ pub struct PixelBox {
 }
 
 /// One barcode read from a photo.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[ts(export)]
 pub struct Barcode {
     /// The GTIN (8, 12 or 13 digits, check digit verified); see the module's notes.
@@ -249,7 +249,7 @@ fn turn_counter_clockwise(pixels: &[u8], w: usize, h: usize) -> Vec<u8> {
 }
 
 /// Where a product's GTIN came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 #[ts(export)]
 pub enum GtinSource {

@@ -78,6 +78,48 @@ pub struct Config {
     pub import: ImportConfig,
     /// Which catalog to open (`[catalog]`).
     pub catalog: CatalogConfig,
+    /// The HTTP API (`[server]`): `serve`, or the window's "Serve the HTTP API".
+    pub server: ServerConfig,
+}
+
+/// The HTTP API that other programs call (`serve`, or the window's process when `with_window`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// Where it listens (`serve --listen` wins). Anything but a loopback address is refused until
+    /// a token is set (`serve token set`, or `token_file`).
+    pub listen: std::net::SocketAddr,
+    /// A file whose first line is the bearer token every request must carry, instead of the one
+    /// `serve token set` keeps in the OS keyring.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_file: Option<PathBuf>,
+    /// Serve the API from the window's process while the window is open (Settings).
+    pub with_window: bool,
+    /// Origins a web page may call the API from (CORS); none by default.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cors_allow_origins: Vec<String>,
+    /// Connections served at once; more wait to be accepted.
+    pub max_connections: usize,
+    /// How long a client may take to send a request's headers.
+    #[serde(with = "humantime_serde")]
+    pub header_timeout: Duration,
+    /// How long a client may take to send a request's body (its photos), from the headers on.
+    #[serde(with = "humantime_serde")]
+    pub body_timeout: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            listen: std::net::SocketAddr::from(([127, 0, 0, 1], 8080)),
+            token_file: None,
+            with_window: false,
+            cors_allow_origins: Vec::new(),
+            max_connections: 256,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(60),
+        }
+    }
 }
 
 /// Which catalog to open: the SQLite file in the data dir (no URL), another SQLite file, or a
@@ -214,6 +256,7 @@ struct ConfigFile {
     batch: BatchConfig,
     import: ImportConfig,
     catalog: CatalogConfig,
+    server: ServerConfig,
 }
 
 impl From<ConfigFile> for Config {
@@ -231,15 +274,16 @@ impl From<ConfigFile> for Config {
             batch,
             import,
             catalog,
+            server,
         } = file;
         let resilience = ResilienceConfig { circuit_breaker, bulkhead, time_limiter, retry, rate_limiter };
-        Self { gemini, image, intake, resilience, pricing, batch, import, catalog }
+        Self { gemini, image, intake, resilience, pricing, batch, import, catalog, server }
     }
 }
 
 impl From<Config> for ConfigFile {
     fn from(config: Config) -> Self {
-        let Config { gemini, image, intake, resilience, pricing, batch, import, catalog } = config;
+        let Config { gemini, image, intake, resilience, pricing, batch, import, catalog, server } = config;
         let ResilienceConfig { circuit_breaker, bulkhead, time_limiter, retry, rate_limiter } = resilience;
         Self {
             gemini,
@@ -254,6 +298,7 @@ impl From<Config> for ConfigFile {
             batch,
             import,
             catalog,
+            server,
         }
     }
 }

@@ -11,7 +11,7 @@ use ts_rs::TS;
 use crate::product::FieldFlag;
 
 /// The stable identifier of an error, as the UI and the CLI see it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 #[ts(export)]
 pub enum ErrorCode {

@@ -98,6 +98,13 @@ impl StagedFile {
         drop(self.dir);
         Ok(())
     }
+
+    /// [`StagedFile::commit`] under another name in the target's folder: for a name known only
+    /// once the content is written (a photo received over HTTP is named by its SHA-256).
+    pub fn commit_as(mut self, name: &std::ffi::OsStr) -> io::Result<()> {
+        self.target = folder_of(&self.target).join(name);
+        self.commit()
+    }
 }
 
 /// The folder `path` is in (`.` for a bare file name).

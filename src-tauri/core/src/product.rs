@@ -75,7 +75,7 @@ pub struct Attribute {
 }
 
 /// Why a field is flagged for the reviewer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 #[ts(export)]
 pub enum FlagKind {
@@ -95,7 +95,7 @@ pub enum FlagKind {
 }
 
 /// A field the reviewer should look at.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[ts(export)]
 pub struct FieldFlag {
     /// The field's name in [`Product`], e.g. "gtin", "price.currency", "attributes[2].name".
@@ -652,7 +652,7 @@ pub const SOURCES_KEY: &str = "sources";
 
 /// Where Gemini read a field: which of the product's photos (0-based, in the order sent) and where
 /// on it, as Gemini's documented `box_2d` (`[y_min, x_min, y_max, x_max]`, normalized to 0–1000).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[ts(export)]
 pub struct FieldSource {
     /// A product field's name (`name`, `gtin`, `net_content`, …).

@@ -212,7 +212,7 @@ pub struct UpdateProduct {
 }
 
 /// A product with everything the review screen shows.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[ts(export)]
 pub struct ProductRecord {
     #[ts(type = "number")]
@@ -264,7 +264,7 @@ pub struct ProductRecord {
 }
 
 /// A row of the catalog list.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[ts(export)]
 pub struct ProductSummary {
     #[ts(type = "number")]

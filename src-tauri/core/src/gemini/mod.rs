@@ -87,7 +87,7 @@ pub fn user_prompt(photos: usize) -> std::borrow::Cow<'static, str> {
 }
 
 /// Tokens counted by Gemini for one call.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[ts(export)]
 pub struct Usage {
     /// `promptTokenCount`: the input (image, instructions, schema).

@@ -168,7 +168,22 @@ async fn work(shared: &Arc<Shared>, pipeline: &Pipeline, item: &Claimed) -> Resu
 
     // One of K sends, then the gate (closed while paused, or held for the breaker, the quota or
     // a stop): the prepared photo waits here.
-    let send = shared.sends().acquire(item.origin == ItemOrigin::Interactive).await;
+    let slots = shared.sends();
+    let acquire = slots.acquire(item.origin == ItemOrigin::Interactive);
+    let send = match shared.options.send_wait {
+        None => acquire.await,
+        Some(wait) => match tokio::time::timeout(wait, acquire).await {
+            Ok(send) => send,
+            Err(_) => {
+                // Every slot stayed busy: the item fails as a call would at a full bulkhead.
+                shared.record_finished();
+                let max = pipeline.stack().config().bulkhead.max_concurrent_calls;
+                let error = ExtractError::BulkheadFull { max };
+                let outcome = Finish { id, from: ItemState::Preparing, ..finish_error(&error, None, false) };
+                return finish(shared, outcome).await;
+            }
+        },
+    };
     let reservation = loop {
         shared.wait_for_gate().await;
         match budget_check(shared, (image.width, image.height), images.len()).await? {

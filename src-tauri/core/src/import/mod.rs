@@ -115,6 +115,11 @@ pub struct ImportOptions {
     /// as a single call would: the CLI's `extract`, which prints a line per file and ends.
     /// Otherwise such failures pause, hold or stop the queue with the item waiting.
     pub fail_fast: bool,
+    /// How long a prepared item may wait for one of the K send slots before it fails with
+    /// `bulkhead_full`, without a call (as a single call waits `[bulkhead] max_wait_duration` for
+    /// the bulkhead): the HTTP API's items, which answer 429 as the seed's bulkhead did. `None`:
+    /// it waits its turn (the window, the CLI).
+    pub send_wait: Option<Duration>,
     /// How often to look at what other processes changed in the queue (items they queued for this
     /// one to work; results of the items this one handed over), and whether the queue is free.
     pub follow_interval: Duration,
@@ -201,6 +206,7 @@ impl Default for ImportOptions {
             default_quota_wait: Duration::from_secs(30),
             claims: ClaimScope::All,
             fail_fast: false,
+            send_wait: None,
             follow_interval: Duration::from_millis(500),
             batch: BatchOptions::default(),
             lease: DEFAULT_LEASE,

@@ -20,7 +20,9 @@ pub type ItemId = i64;
 /// `queued → preparing → extracting → ready → saved`, plus `failed` and `skipped`. Preparing and
 /// extracting items go back to queued when the app restarts or the import is cancelled; ready
 /// items keep their result and are never sent again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, TS)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, TS, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 #[ts(export)]
 pub enum ItemState {
@@ -88,7 +90,7 @@ impl std::fmt::Display for ItemState {
 /// Who asked for an item. Interactive items (a photo dropped or added in the window, or given to
 /// `extract`) get the next free slot ahead of a bulk import's, and the window's Extract view shows
 /// those still waiting for review.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 #[ts(export)]
 pub enum ItemOrigin {

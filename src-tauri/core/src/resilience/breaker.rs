@@ -428,6 +428,50 @@ impl CircuitBreaker {
         })
     }
 
+    /// The recent events in the shape of Spring Boot's `/actuator/circuitbreakerevents`
+    /// (Resilience4j's `CircuitBreakerEventDTO`: name, type, creation time, and the message,
+    /// duration or transition the type carries), oldest first.
+    pub fn actuator_events_json(&self) -> serde_json::Value {
+        let events: Vec<serde_json::Value> = self
+            .recent_events()
+            .into_iter()
+            .map(|event| {
+                let created = chrono::DateTime::from_timestamp_millis(i64::try_from(event.time_ms).unwrap_or(0))
+                    .unwrap_or_default()
+                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+                let kind = match &event.kind {
+                    BreakerEventKind::Success { .. } => "SUCCESS",
+                    BreakerEventKind::Error { .. } => "ERROR",
+                    BreakerEventKind::IgnoredError => "IGNORED_ERROR",
+                    BreakerEventKind::NotPermitted => "NOT_PERMITTED",
+                    BreakerEventKind::StateTransition { .. } => "STATE_TRANSITION",
+                    BreakerEventKind::Reset => "RESET",
+                    BreakerEventKind::FailureRateExceeded { .. } => "FAILURE_RATE_EXCEEDED",
+                    BreakerEventKind::SlowCallRateExceeded { .. } => "SLOW_CALL_RATE_EXCEEDED",
+                    BreakerEventKind::ForcedOpen => "FORCED_OPEN",
+                    BreakerEventKind::Disabled => "DISABLED",
+                    BreakerEventKind::Restored { .. } => "RESTORED",
+                };
+                let mut dto = serde_json::json!({
+                    "circuitBreakerName": event.breaker,
+                    "type": kind,
+                    "creationTime": created,
+                });
+                if let Some(ms) = event.duration_ms {
+                    dto["durationInMs"] = ms.into();
+                }
+                if let Some(message) = &event.message {
+                    dto["errorMessage"] = message.clone().into();
+                }
+                if let BreakerEventKind::StateTransition { from, to } = &event.kind {
+                    dto["stateTransition"] = format!("{}_TO_{}", from.as_actuator(), to.as_actuator()).into();
+                }
+                dto
+            })
+            .collect();
+        serde_json::json!({ "circuitBreakerEvents": events })
+    }
+
     /// CLOSED with fresh metrics. Always allowed.
     pub fn transition_to_closed(&self) {
         self.manual(BreakerState::Closed).expect("every state may go to CLOSED");
