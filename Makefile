@@ -101,10 +101,12 @@ test-package: ui
 
 ## Google's official Python SDK (google-genai, from PyPI, in a throwaway venv under target/)
 ## against the project's fake Gemini, started for each script: every answer must parse, and the
-## client's golden request bodies must load into the SDK's own request types. Each script in
+## client's golden request bodies must load into the SDK's own request types. Then the HTTP API's
+## OpenAPI document, validated by openapi-spec-validator, and every operation in it called
+## (tests/sdk/check_openapi.py). Each script in
 ## SDK_CHECKS takes --fake BINARY --golden DIR --image JPEG; any failure fails the target.
 SDK_VENV := target/sdk-venv
-SDK_CHECKS := tests/sdk/check_fake.py tests/sdk/batch_roundtrip.py
+SDK_CHECKS := tests/sdk/check_fake.py tests/sdk/batch_roundtrip.py tests/sdk/check_openapi.py
 ## The fake's binary and the golden bodies come from exactly test-rust's `cargo test --workspace`
 ## (only a few tests run): any narrower selection (`-p`, or `--test NAME`, which leaves out the
 ## packages without that target) resolves other features and compiles dozens of crates a second
