@@ -887,3 +887,50 @@ fn the_breaker_is_as_the_last_run_left_it() {
     assert!(transitions.iter().any(|e| e["kind"]["to"] == "forced_open"), "{snap}");
     assert_eq!(snap["events"].as_array().unwrap().last().unwrap()["kind"]["type"], "restored", "{snap}");
 }
+
+/// curl's status for `url` (000 when nothing answers).
+fn curl_status(args: &[&str]) -> String {
+    let out = std::process::Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "60"])
+        .args(args)
+        .output()
+        .expect("curl is installed (make deps)");
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+#[test]
+fn settings_turn_the_windows_http_api_on_and_off_and_its_photos_are_the_windows_items() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = tauri::async_runtime::block_on(FakeGemini::start(FakeOptions::default())).unwrap();
+    let base_url = fake.base_url();
+    let (_app, webview) = app(dir.path(), env_of(&[("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &base_url)]));
+    let settings = invoke(&webview, "get_settings", json!({})).unwrap();
+    assert_eq!(settings["http_api"]["with_window"], false);
+    assert_eq!(settings["http_api"]["status"]["state"], "off");
+    let input = |on: bool, listen: &str| {
+        json!({"gemini": settings["gemini"], "image": settings["image"], "resilience": settings["resilience"],
+               "prices": settings["pricing"]["rows"], "api_key": {"action": "keep"},
+               "http_api": {"with_window": on, "listen": listen}})
+    };
+    let bad = invoke(&webview, "save_settings", json!({ "input": input(true, "localhost") })).unwrap_err();
+    assert!(bad["message"].as_str().unwrap().contains("server.listen"), "{bad}");
+    let saved = invoke(&webview, "save_settings", json!({ "input": input(true, "127.0.0.1:0") })).unwrap();
+    let status = &saved["http_api"]["status"];
+    assert_eq!(status["state"], "serving", "{saved}");
+    let url = status["url"].as_str().unwrap().to_string();
+    assert_eq!(curl_status(&[&format!("{url}/actuator/health")]), "200");
+    // A photo sent over HTTP is one of the window's items, waiting for review in Extract.
+    let photo = format!("image=@{}", fixture().display());
+    assert_eq!(curl_status(&["-F", &photo, &format!("{url}/api/products/extract")]), "200");
+    let pending = invoke(&webview, "extract_pending", json!({})).unwrap();
+    assert_eq!(pending.as_array().map(Vec::len), Some(1), "{pending}");
+    assert_eq!(fake.generate_count(), 1);
+    // Off: the port no longer answers.
+    let saved = invoke(&webview, "save_settings", json!({ "input": input(false, "127.0.0.1:0") })).unwrap();
+    assert_eq!(saved["http_api"]["status"]["state"], "off");
+    assert_eq!(curl_status(&[&format!("{url}/actuator/health")]), "000");
+    // Beyond loopback without a token: refused, and Settings say why.
+    let saved = invoke(&webview, "save_settings", json!({ "input": input(true, "0.0.0.0:0") })).unwrap();
+    assert_eq!(saved["http_api"]["status"]["state"], "failed");
+    assert!(saved["http_api"]["status"]["message"].as_str().unwrap().contains("not a loopback address"), "{saved}");
+}

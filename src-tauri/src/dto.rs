@@ -146,6 +146,42 @@ pub struct Settings {
     pub pricing: PricingSettings,
     pub api_key: KeyStatus,
     pub config_path: String,
+    pub http_api: HttpApiSettings,
+}
+
+/// The HTTP API served from the window's process (`[server]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct HttpApiSettings {
+    /// "Serve the HTTP API while the window is open".
+    pub with_window: bool,
+    /// `[server] listen`, e.g. `127.0.0.1:8080`.
+    pub listen: String,
+    /// Whether a token is set (`serve token set`, or `[server] token_file`); never the token.
+    pub token_set: bool,
+    pub status: HttpApiStatus,
+}
+
+/// What Save in Settings does with the HTTP API.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct HttpApiInput {
+    pub with_window: bool,
+    pub listen: String,
+}
+
+/// The window's HTTP API right now.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+#[serde(tag = "state", rename_all = "snake_case")]
+#[ts(export)]
+pub enum HttpApiStatus {
+    /// Not served from the window.
+    #[default]
+    Off,
+    /// Serving at `url`.
+    Serving { url: String },
+    /// Turned on, but it could not start (the address is taken, or not loopback without a token).
+    Failed { message: String },
 }
 
 /// What Save in Settings does with the key. The current key never travels to the UI.
@@ -178,6 +214,10 @@ pub struct SettingsInput {
     /// The user's `[pricing."model"]` rows, all of them (a row left out is removed).
     pub prices: Vec<UserPrice>,
     pub api_key: ApiKeyChange,
+    /// The HTTP API's settings; left out: unchanged.
+    #[serde(default)]
+    #[ts(optional)]
+    pub http_api: Option<HttpApiInput>,
 }
 
 impl GeminiSettings {

@@ -52,6 +52,7 @@ pub fn setup_opening<R: Runtime>(builder: tauri::Builder<R>, state: AppState, op
     let bridge_state = state.clone();
     let import_state = state.clone();
     let catalog_state = state.clone();
+    let api_state = state.clone();
     builder
         .plugin(tauri_plugin_dialog::init())
         .manage(state)
@@ -64,6 +65,8 @@ pub fn setup_opening<R: Runtime>(builder: tauri::Builder<R>, state: AppState, op
             tauri::async_runtime::spawn(events::import_bridge(app.handle().clone(), import_state));
             // A team catalog: what other desktops save shows here as it commits.
             tauri::async_runtime::spawn(events::catalog_bridge(app.handle().clone(), catalog_state));
+            // Settings' "Serve the HTTP API while the window is open".
+            tauri::async_runtime::spawn(async move { api_state.window_api().reconcile(&api_state).await });
             Ok(())
         })
         .on_webview_event(|webview, event| {

@@ -83,6 +83,8 @@ struct Shared {
     /// Whether the breaker started from what the last run saved, done once before the first
     /// call (every call goes through the import queue, which waits for it).
     breaker_restored: tokio::sync::OnceCell<bool>,
+    /// The HTTP API served from the window's process, when Settings turn it on.
+    window_api: crate::api::window::WindowServer,
 }
 
 /// What the keyring holds, as last read or written; `problem` when it could not be used.
@@ -158,6 +160,7 @@ impl AppState {
                 stack: tokio::sync::watch::channel(stack).0,
                 import: tokio::sync::OnceCell::new(),
                 breaker_restored: tokio::sync::OnceCell::new(),
+                window_api: crate::api::window::WindowServer::default(),
             }),
         })
     }
@@ -196,6 +199,11 @@ impl AppState {
     /// Follows the stack across replacements (a Settings change of its sections).
     pub fn stack_watch(&self) -> tokio::sync::watch::Receiver<ResilienceStack> {
         self.shared.stack.subscribe()
+    }
+
+    /// The HTTP API served from the window's process (`[server] with_window`).
+    pub fn window_api(&self) -> &crate::api::window::WindowServer {
+        &self.shared.window_api
     }
 
     /// The import queue, opened (and resumed) on first use. While another process (e.g. a CLI

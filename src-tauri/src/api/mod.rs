@@ -15,6 +15,7 @@
 pub mod handlers;
 pub mod openapi;
 pub mod problem;
+pub mod window;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -84,6 +85,8 @@ pub enum ServeError {
     Keyring(String),
     #[error("[server] cors_allow_origins: {0:?} is not an origin (scheme://host[:port])")]
     BadOrigin(String),
+    #[error("the import queue cannot open: {0}")]
+    Queue(String),
 }
 
 /// Whether listening on `addr` is allowed: a loopback address always; any other only with a token.

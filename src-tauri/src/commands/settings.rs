@@ -10,7 +10,8 @@ use pe_core::{ErrorCode, ErrorReport};
 use tauri::State;
 
 use crate::dto::{
-    ApiKeyChange, AppStatus, CatalogCheck, ConnectionCheck, GeminiSettings, PricingSettings, Settings, SettingsInput,
+    ApiKeyChange, AppStatus, CatalogCheck, ConnectionCheck, GeminiSettings, HttpApiSettings, PricingSettings, Settings,
+    SettingsInput,
 };
 use crate::state::AppState;
 
@@ -136,6 +137,7 @@ pub async fn save_settings(state: State<'_, AppState>, input: SettingsInput) -> 
         ApiKeyChange::Clear => state.set_keyring_key(None).await?,
         ApiKeyChange::Keep | ApiKeyChange::SetInConfigFile { .. } => {}
     }
+    state.window_api().reconcile(&state).await;
     Ok(settings_of(&state).await)
 }
 
@@ -167,6 +169,12 @@ async fn settings_of(state: &AppState) -> Settings {
         pricing: PricingSettings::of(&file, answered_by.as_deref()),
         api_key: state.key_status(),
         config_path: state.paths().config_file.display().to_string(),
+        http_api: HttpApiSettings {
+            with_window: file.server.with_window,
+            listen: file.server.listen.to_string(),
+            token_set: matches!(crate::api::configured_token(state, &file.server).await, Ok(Some(_))),
+            status: state.window_api().status(),
+        },
     }
 }
 
@@ -201,6 +209,18 @@ pub fn apply_input(mut config: Config, input: SettingsInput) -> Result<Config, E
     config.gemini.temperature = g.temperature;
     config.gemini.media_resolution = g.media_resolution;
     config.image = input.image;
+    if let Some(http_api) = input.http_api {
+        config.server.with_window = http_api.with_window;
+        config.server.listen = http_api.listen.trim().parse().map_err(|_| {
+            ErrorReport::new(
+                ErrorCode::Config,
+                format!(
+                    "invalid setting server.listen: {:?} is not an address and port like 127.0.0.1:8080",
+                    http_api.listen.trim()
+                ),
+            )
+        })?;
+    }
     // The price rows replace the user's; the daily budget stays as it is.
     config.pricing.models.clear();
     for row in input.prices {

@@ -59,6 +59,7 @@ const settings: Settings = {
   },
   api_key: { configured: true, hint: "••••x9Q2", source: "keyring", keyring_problem: null },
   config_path: "/home/ann/.config/product-extractor/config.toml",
+  http_api: { with_window: false, listen: "127.0.0.1:8080", token_set: false, status: { state: "off" } },
 };
 
 describe("settings form", () => {
@@ -89,7 +90,22 @@ describe("settings form", () => {
       resilience: settings.resilience,
       prices: settings.pricing.rows,
       api_key: { action: "keep" },
+      http_api: { with_window: false, listen: "127.0.0.1:8080" },
     });
+  });
+
+  it("turns the window's HTTP API on at an address it checks", () => {
+    const form = { ...settingsToForm(settings), httpApiWithWindow: true, httpApiListen: " 127.0.0.1:9090 " };
+    const { input, errors } = formToSettingsInput(form);
+    expect(errors).toEqual({});
+    expect(input.http_api).toEqual({ with_window: true, listen: "127.0.0.1:9090" });
+    expect(formToSettingsInput({ ...form, httpApiListen: "[::1]:8080" }).errors).toEqual({});
+    for (const bad of ["localhost", "127.0.0.1", "127.0.0.1:70000", "http://127.0.0.1:8080"]) {
+      expect(formToSettingsInput({ ...form, httpApiListen: bad }).errors.httpApiListen).toBeTruthy();
+    }
+    expect(fieldForConfigError('invalid setting server.listen: "x" is not an address and port like 127.0.0.1:8080')).toBe(
+      "httpApiListen",
+    );
   });
 
   it("edits thinking, output tokens, temperature and media resolution", () => {

@@ -61,9 +61,13 @@ export interface SettingsForm {
   rateLimiterEnabled: boolean;
   rateLimiterLimit: string;
   rateLimiterRefreshPeriod: string;
+  /** "Serve the HTTP API while the window is open" (`[server] with_window`). */
+  httpApiWithWindow: boolean;
+  /** `[server] listen`: address and port. */
+  httpApiListen: string;
 }
 
-export type SettingsField = Exclude<keyof SettingsForm, "keyInConfigFile">;
+export type SettingsField = Exclude<keyof SettingsForm, "keyInConfigFile" | "httpApiWithWindow">;
 
 function trimNumber(n: number): string {
   return String(Math.round(n * 100) / 100);
@@ -109,6 +113,8 @@ export function settingsToForm(s: Settings): SettingsForm {
     rateLimiterEnabled: r.rate_limiter.enabled,
     rateLimiterLimit: String(r.rate_limiter.limit_for_period),
     rateLimiterRefreshPeriod: r.rate_limiter.limit_refresh_period,
+    httpApiWithWindow: s.http_api.with_window,
+    httpApiListen: s.http_api.listen,
   };
 }
 
@@ -374,8 +380,19 @@ export function formToSettingsInput(
     },
     prices: priceRows(form.prices, errors),
     api_key,
+    http_api: { with_window: form.httpApiWithWindow, listen: listenAddress(form.httpApiListen, errors) },
   };
   return { input, errors };
+}
+
+/** `[server] listen`: an IPv4 `host:port` or an IPv6 `[host]:port`, checked by the backend too. */
+function listenAddress(text: string, errors: FormErrors): string {
+  const value = text.trim();
+  const port = /^(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:.]+\]):(\d{1,5})$/.exec(value);
+  if (port === null || Number(port[3]) > 65535) {
+    errors.httpApiListen = "An address and port, like 127.0.0.1:8080";
+  }
+  return value;
 }
 
 /** The resilience fields with the config key each edits, section included. */
@@ -435,6 +452,7 @@ const CONFIG_KEYS: [string, SettingsField][] = (
     ["jpeg_quality", "jpegQuality"],
     ["max_file_bytes", "maxFileMb"],
     ["max_pixels", "maxMegapixels"],
+    ["server.listen", "httpApiListen"],
   ] as [string, SettingsField][]
 ).sort((a, b) => b[0].length - a[0].length);
 
