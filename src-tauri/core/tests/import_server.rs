@@ -204,9 +204,13 @@ async fn a_dead_desktops_items_go_back_after_their_lease_and_another_finishes_th
     let qb = bob.queue(options(1_000)).await;
     // Work travels as bytes, never as a path: bob finishes the items alice had sent, from the
     // prepared photos the catalog holds, and leaves the files only she listed to her computer.
+    // Settled: what alice had sent is ready, and nothing else is in flight (alice may have prepared
+    // one more item after `held` was read; bob may be finishing it).
     wait_for("bob finished what alice had sent", Duration::from_secs(30), async || {
         let all = rows(&qb).await;
         all.iter().filter(|r| held.contains(&r.id)).all(|r| r.state == ItemState::Ready)
+            && !all.iter().any(|r| matches!(r.state, ItemState::Preparing | ItemState::Extracting))
+            && bob.fake.in_flight() == 0
     })
     .await;
     let all = rows(&qb).await;
