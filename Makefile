@@ -27,7 +27,7 @@ WITH_KEYRING := scripts/with-keyring
 # its URL in PRODUCT_EXTRACTOR_TEST_PG_URL, stopped and removed after (about 2 s).
 WITH_POSTGRES := scripts/with-postgres
 
-.PHONY: help run release package test test-rust test-ui test-e2e test-sdk test-package lint bench bench-startup deps deps-system deps-ui deps-driver ui bindings-check clean
+.PHONY: help run release package test test-rust test-ui test-e2e test-sdk test-package lint bench bench-api bench-startup deps deps-system deps-ui deps-driver ui bindings-check clean
 
 help:
 	@sed -n '2,4p' Makefile | sed 's/^# *//'
@@ -135,6 +135,12 @@ bench: deps ui
 	@$(MAKE) --no-print-directory deps-system EXTRA_PACKAGES="$(BENCH_PACKAGES)"
 	cargo bench -p product-extractor-core --bench prepare
 	cargo bench -p product-extractor-core --bench barcode
+
+## The HTTP API against the CLI, and 200 clients at once (issue 25): prints BENCHMARKS.md's tables.
+bench-api: deps ui
+	cargo build --bin product-extractor
+	cargo build -p fake-gemini --bin fake-gemini
+	$(WITH_KEYRING) scripts/bench-api.py --app $(APP_DEBUG) --fake target/debug/fake-gemini -n 100
 
 ## The window's launch-to-interactive time (release build, under Xvfb) with an empty catalog
 ## (the reference), a 100,000-product catalog, and a 100,000-product catalog at schema 2 that the
