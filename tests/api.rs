@@ -171,6 +171,23 @@ async fn a_good_key_gives_the_product_and_save_puts_it_in_the_catalog() {
     assert_eq!(fake.generate_count(), 2);
     let item = get(&served, &format!("/api/items/{}", two.json()["item"])).await.json();
     assert_eq!(item["photos"], 2);
+    // wait=false: 202 at once, and the item says when it is done.
+    let third = dir.path().join("third.jpg");
+    std::fs::write(&third, sample_jpeg(73, 640, 480, 85)).unwrap();
+    let accepted = extract(&served, &[&third], "?wait=false").await;
+    assert_eq!(accepted.status, 202, "{}", String::from_utf8_lossy(&accepted.body));
+    let location = accepted.header("location").expect("a Location");
+    assert_eq!(location, format!("/api/items/{}", accepted.json()["item"]));
+    loop {
+        let item = get(&served, &location).await.json();
+        if item["state"] == "ready" {
+            assert!(item["product"]["name"].is_string(), "{item}");
+            break;
+        }
+        assert!(["queued", "preparing", "extracting"].contains(&item["state"].as_str().unwrap()), "{item}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(get(&served, "/api/items/999999").await.status, 404);
 }
 
 /// The seed's own experiment, over HTTP: a rejected key fails every call (502 with the precise
