@@ -432,11 +432,17 @@ async fn hostile_requests_each_get_their_status_and_the_server_keeps_serving() {
     for ((name, (status, text)), (expected_name, expected_status)) in results.iter().zip(expected) {
         assert_eq!((*name, *status), (expected_name, expected_status), "{name}: {text}");
     }
-    let received: Vec<String> = std::fs::read_dir(served.data.path().join("received"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
-        .collect();
-    assert!(received.iter().all(|n| n.len() == 64 + 4 && n.ends_with(".jpg")), "{received:?}");
+    // Each photo is in a folder named by its SHA-256, under the last part of the name it was sent with.
+    let received = served.data.path().join("received");
+    let mut kept = Vec::new();
+    for folder in std::fs::read_dir(&received).unwrap() {
+        let folder = folder.unwrap();
+        assert_eq!(folder.file_name().len(), 64, "{:?}", folder.file_name());
+        for file in std::fs::read_dir(folder.path()).unwrap() {
+            kept.push(file.unwrap().file_name().to_string_lossy().to_string());
+        }
+    }
+    assert_eq!(kept, ["evil.jpg"], "only the traversal's photo was kept, by its own name");
     assert!(!Path::new("/tmp/evil.jpg").exists());
     // Slow clients: a byte a second of headers, or of a body, is cut off by the timeouts.
     let slow = |head_only: bool| {

@@ -26,6 +26,7 @@ const CATALOG_PORTS: (u16, u16) = (4448, 4449);
 const IMPORT_PORTS: (u16, u16) = (4450, 4451);
 const SHOOT_PORTS: (u16, u16) = (4460, 4461);
 const TEAM_PORTS: (u16, u16) = (4462, 4463);
+const HTTP_API_PORTS: (u16, u16) = (4464, 4465);
 
 /// The catalog a window works on: this computer's SQLite file in its data dir, or a team catalog
 /// (a fresh database on the throwaway PostgreSQL server of `scripts/with-postgres`).
@@ -1002,4 +1003,54 @@ async fn a_second_launch_hands_its_photos_to_the_running_window_and_exits() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert!(third.0.try_wait().unwrap().is_none(), "a launch on another data dir exited instead of opening");
+}
+
+/// Settings' "Serve the HTTP API while the window is open": turned on, it says where it serves;
+/// a photo another program posts there shows in Extract, waiting for review like a dropped one.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a display (run under xvfb-run) plus tauri-driver and WebKitWebDriver"]
+async fn settings_serve_the_http_api_and_a_posted_photo_waits_in_extract() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let fake = fake_gemini::FakeGemini::start(fake_gemini::FakeOptions::default()).await.unwrap();
+    let gemini = fake.base_url();
+    let driver = start_driver(
+        data_dir.path(),
+        HTTP_API_PORTS,
+        &[("GEMINI_BASE_URL", &gemini), ("GEMINI_API_KEY", "test-key"), ("GEMINI_MODEL", "gemini-2.5-flash")],
+    );
+    let c = connect(&driver).await;
+    let long = Duration::from_secs(30);
+    // A free port for the API.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    wait_for(&c, "#nav-settings", long).await.click().await.unwrap();
+    let toggle = wait_for(&c, "#settings-http-api-with-window", long).await;
+    toggle.click().await.unwrap();
+    let listen = wait_for(&c, "#settings-http-api-listen", long).await;
+    listen.clear().await.unwrap();
+    listen.send_keys(&format!("127.0.0.1:{port}")).await.unwrap();
+    wait_for(&c, "#settings-save", long).await.click().await.unwrap();
+    let status = wait_text(&c, "#settings-http-api-status", "Serving at", long).await;
+    assert!(status.contains(&format!("http://127.0.0.1:{port}")), "{status}");
+    c.execute("document.querySelector('#settings-http-api').scrollIntoView()", vec![]).await.unwrap();
+    screenshot(&c, "http-api-1-settings").await;
+    // Another program posts a photo (curl, as a shop's script would).
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/product.jpg");
+    let url = format!("http://127.0.0.1:{port}/api/products/extract");
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("curl")
+            .args(["-s", "-w", "\n%{http_code}", "-F", &format!("image=@{}", fixture.display()), &url])
+            .output()
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(text.ends_with("\n200"), "{text}");
+    assert!(text.contains("Crunchy Oat Bars"), "{text}");
+    // It waits for review in Extract.
+    wait_text(&c, "#nav-extract .count", "1", long).await;
+    wait_for(&c, "#nav-extract", long).await.click().await.unwrap();
+    wait_text(&c, "main", "Crunchy Oat Bars", long).await;
+    screenshot(&c, "http-api-2-posted-photo-in-extract").await;
+    c.close().await.unwrap();
 }

@@ -99,10 +99,10 @@ impl StagedFile {
         Ok(())
     }
 
-    /// [`StagedFile::commit`] under another name in the target's folder: for a name known only
-    /// once the content is written (a photo received over HTTP is named by its SHA-256).
-    pub fn commit_as(mut self, name: &std::ffi::OsStr) -> io::Result<()> {
-        self.target = folder_of(&self.target).join(name);
+    /// [`StagedFile::commit`] to another target on the same file system: for a name known only
+    /// once the content is written (a photo received over HTTP is kept by its SHA-256).
+    pub fn commit_to(mut self, target: &Path) -> io::Result<()> {
+        self.target = target.to_path_buf();
         self.commit()
     }
 }

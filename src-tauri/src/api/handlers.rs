@@ -26,9 +26,9 @@ use super::problem::Problem;
 use super::{too_large, Api};
 use crate::extraction::{outcome_of, Answer};
 
-/// Where the photos received over HTTP are kept (`<data dir>/received/<sha256>.<ext>`, 0600 in a
-/// 0700 folder): the queue works from files, and a photo's file is what review and a later
-/// re-extract read. The same bytes are one file, whoever sent them.
+/// Where the photos received over HTTP are kept (`<data dir>/received/<sha256>/<the client's file
+/// name>`, 0600 in 0700 folders): the queue works from files, and a photo's file is what review and
+/// a later re-extract read. The same bytes are one folder, whoever sent them.
 pub(crate) fn received_dir(api: &Api) -> PathBuf {
     api.state.paths().data_dir.join("received")
 }
@@ -174,7 +174,7 @@ fn extraction(
     }
 }
 
-/// Reads the `image` parts into files named by their SHA-256, each streamed to disk as it arrives
+/// Reads the `image` parts into files kept by their SHA-256, each streamed to disk as it arrives
 /// (memory holds a chunk, whatever the photo's size) and refused past `max_file_bytes` without
 /// reading the rest. Other parts are skipped. A part whose first bytes are not a photo's is
 /// refused (415) as intake would.
@@ -198,6 +198,7 @@ async fn receive(api: &Api, mut multipart: Multipart) -> Result<Vec<(PathBuf, St
                 format!("A product may have {max_photos} photos at most ([import] max_photos_per_product)."),
             ));
         }
+        let name = file_name(field.file_name());
         let target = dir.join("incoming");
         let (staged, file) = StagedFile::create(&target, Access::Private).map_err(|e| io_problem(&dir, &e))?;
         let mut file = tokio::fs::File::from_std(file);
@@ -224,12 +225,16 @@ async fn receive(api: &Api, mut multipart: Multipart) -> Result<Vec<(PathBuf, St
             problem
         })?;
         let sha = hex::encode(hash.finalize());
-        let name = format!("{sha}.{}", extension(format));
-        let path = dir.join(&name);
-        tokio::task::spawn_blocking(move || staged.commit_as(std::ffi::OsStr::new(&name)))
-            .await
-            .map_err(|e| internal(&e.to_string()))?
-            .map_err(|e| io_problem(&dir, &e))?;
+        let folder = dir.join(&sha);
+        let path = folder.join(name.unwrap_or_else(|| format!("photo.{}", extension(format))));
+        let target = path.clone();
+        tokio::task::spawn_blocking(move || {
+            pe_core::files::create_private_dir(&folder)?;
+            staged.commit_to(&target)
+        })
+        .await
+        .map_err(|e| internal(&e.to_string()))?
+        .map_err(|e| io_problem(&dir, &e))?;
         photos.push((path, sha));
     }
     if photos.is_empty() {
@@ -240,6 +245,18 @@ async fn receive(api: &Api, mut multipart: Multipart) -> Result<Vec<(PathBuf, St
         ));
     }
     Ok(photos)
+}
+
+/// The name a client gave its photo, as the queue and the Extract view show it: the last part of
+/// the path only, without control, bidi or zero-width characters, at most 120 characters; `None` for nothing usable
+/// (then `photo.<ext>`). It names a file inside the photo's own folder, never a path.
+fn file_name(given: Option<&str>) -> Option<String> {
+    let base = given?.rsplit(['/', '\\']).next()?;
+    let clean: String =
+        base.chars().filter(|&c| !pe_core::text::is_control(c) && !pe_core::text::is_invisible(c)).collect();
+    let clean = clean.trim().trim_start_matches('.');
+    let cut: String = clean.chars().take(120).collect();
+    (!cut.is_empty()).then_some(cut)
 }
 
 fn extension(format: pe_core::intake::SourceFormat) -> &'static str {
@@ -569,4 +586,22 @@ pub async fn health(State(api): State<Api>) -> Response {
 /// `GET /api/openapi.json`.
 pub async fn openapi_document() -> Json<serde_json::Value> {
     Json(super::openapi::document())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::file_name;
+
+    #[test]
+    fn a_clients_file_name_is_a_name_never_a_path() {
+        assert_eq!(file_name(Some("front.jpg")).as_deref(), Some("front.jpg"));
+        assert_eq!(file_name(Some("../../../../tmp/evil.jpg")).as_deref(), Some("evil.jpg"));
+        assert_eq!(file_name(Some("C:\\shoot\\IMG_0001.JPG")).as_deref(), Some("IMG_0001.JPG"));
+        assert_eq!(file_name(Some("..")), None);
+        assert_eq!(file_name(Some("a/")), None);
+        assert_eq!(file_name(Some(".hidden.jpg")).as_deref(), Some("hidden.jpg"));
+        assert_eq!(file_name(Some("bad\u{1b}[31mname\u{202e}.jpg")).as_deref(), Some("bad[31mname.jpg"));
+        assert_eq!(file_name(Some(&"x".repeat(300))).map(|n| n.chars().count()), Some(120));
+        assert_eq!(file_name(None), None);
+    }
 }
