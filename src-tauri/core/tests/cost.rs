@@ -164,6 +164,57 @@ async fn a_billed_call_is_recorded_when_its_answer_cannot_be_written_or_saved() 
     queue.shutdown().await;
 }
 
+/// A billed answer whose item the catalog takes neither way (not `ready`, nor `failed` with the
+/// attempt alone) is kept in the spool: the next run writes it before it claims anything, and
+/// the photo is not paid for again.
+#[tokio::test]
+async fn an_answer_the_catalog_takes_neither_way_waits_in_the_spool_for_the_next_run() {
+    let s = Setup::new().await;
+    let files = s.photos(1, 640, 480);
+    let spool = s.dir.path().join("spool");
+    let options = || ImportOptions {
+        claims: ClaimScope::Interactive,
+        fail_fast: true,
+        spool_dir: Some(spool.clone()),
+        ..ImportOptions::default()
+    };
+    let planted = rusqlite::Connection::open(s.dir.path().join("catalog.sqlite3")).unwrap();
+    planted
+        .execute_batch(
+            "CREATE TRIGGER refuse_ends BEFORE UPDATE OF state ON import_items WHEN NEW.state IN ('ready', 'failed')
+             BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;",
+        )
+        .unwrap();
+    let queue = ImportQueue::open(s.pipeline(LITE, PricingConfig::default()), options()).await.unwrap();
+    queue.enqueue_files(vec![files[0].clone()], EnqueueOptions::interactive()).await.unwrap();
+    let kept = async {
+        while std::fs::read_dir(&spool).map(|d| d.count()).unwrap_or(0) == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), kept).await.expect("the answer is kept in the spool");
+    assert_eq!(s.fake.generate_count(), 1);
+    queue.shutdown().await;
+    planted.execute_batch("DROP TRIGGER refuse_ends;").unwrap();
+
+    let queue = ImportQueue::open(s.pipeline(LITE, PricingConfig::default()), options()).await.unwrap();
+    let ready = async {
+        loop {
+            let rows = queue.store().items(0, 10, None).await.unwrap().rows;
+            if rows.iter().all(|r| r.state == ItemState::Ready) && !rows.is_empty() {
+                return rows;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let rows = tokio::time::timeout(Duration::from_secs(60), ready).await.expect("the spooled answer is written");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(s.fake.generate_count(), 1, "the photo was not paid for again");
+    assert_eq!(s.catalog.spent_between(0, i64::MAX).await.unwrap().calls, 1);
+    assert_eq!(std::fs::read_dir(&spool).map(|d| d.count()).unwrap_or(0), 0, "the spool is empty");
+    queue.shutdown().await;
+}
+
 #[test]
 fn a_failed_but_billed_attempt_is_priced_and_its_model_read_from_the_body() {
     let mut attempt = NewAttempt {

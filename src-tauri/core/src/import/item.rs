@@ -557,14 +557,18 @@ async fn finish(shared: &Arc<Shared>, outcome: Finish) -> Result<(), ImportError
     // While the team catalog's server is away the outcome waits in memory and in the spool (a
     // restart meanwhile writes it from there).
     let mut spooled = None;
+    let keep = |spooled: &mut Option<std::path::PathBuf>| {
+        if let (None, Some(dir)) = (&spooled, &shared.options.spool_dir) {
+            let desktop = shared.store.catalog().server().map(|s| s.desktop().to_string());
+            *spooled = super::spool::keep(dir, desktop.as_deref(), &outcome);
+        }
+    };
     let written = shared
         .until_written_keeping(
             || shared.write_outcome(outcome.clone()),
             |error| {
-                let away = error.server_away().is_some();
-                if let (true, None, Some(dir)) = (away, &spooled, &shared.options.spool_dir) {
-                    let desktop = shared.store.catalog().server().map(|s| s.desktop().to_string());
-                    spooled = super::spool::keep(dir, desktop.as_deref(), &outcome);
+                if error.server_away().is_some() {
+                    keep(&mut spooled);
                 }
             },
         )
@@ -572,7 +576,13 @@ async fn finish(shared: &Arc<Shared>, outcome: Finish) -> Result<(), ImportError
     let counted = match written {
         Ok(counted) => counted,
         Err(error) => {
-            let (counted, now) = refused(shared, outcome, error).await?;
+            // Refused, or failed in a way not known as the server's absence: a billed answer is
+            // kept in the spool too until its attempt is written (the write below may wait for a
+            // server that went away meanwhile, and a restart must not lose the call).
+            if outcome.attempt.is_some() {
+                keep(&mut spooled);
+            }
+            let (counted, now) = refused(shared, outcome.clone(), error).await?;
             to = now;
             counted
         }
@@ -608,7 +618,7 @@ pub(crate) async fn refused(
 /// What is written instead of an outcome the catalog refused with `error`: the item failed with
 /// that error, and the attempt (its usage, cost, model and photos: what was paid for) without
 /// the answer, the raw response and the sources, which may be what the catalog could not hold.
-fn unwritable(outcome: Finish, error: &ImportError) -> Finish {
+pub(crate) fn unwritable(outcome: Finish, error: &ImportError) -> Finish {
     let code = error.code();
     let message = format!("Gemini's answer could not be written to the catalog: {error}");
     let attempt = outcome.attempt.map(|attempt| crate::catalog::NewAttempt {

@@ -79,9 +79,9 @@ async fn replay_all(shared: &std::sync::Weak<Shared>) {
         let mut away = false;
         for (path, spooled) in pending {
             let (id, to, now) = (spooled.finish.id, spooled.finish.to, shared.now());
-            let written = shared
-                .counted(move |conn| store::finish_spooled(conn, &spooled.finish, spooled.desktop.as_deref(), now))
-                .await;
+            let (finish, desktop) = (spooled.finish.clone(), spooled.desktop.clone());
+            let written =
+                shared.counted(move |conn| store::finish_spooled(conn, &finish, desktop.as_deref(), now)).await;
             match written {
                 Ok(counted) => {
                     tracing::info!(item = id, "import: an answer kept in the spool is written");
@@ -92,8 +92,26 @@ async fn replay_all(shared: &std::sync::Weak<Shared>) {
                     break;
                 }
                 Err(e) => {
-                    tracing::warn!(item = id, error = %e, "import: a spooled answer cannot be written; it is set aside");
-                    set_aside(&path);
+                    // The catalog refuses the answer: its billed attempt is written alone, as the
+                    // run that paid for it would have done (`item::refused`).
+                    let (desktop, now) = (spooled.desktop.clone(), shared.now());
+                    let kept = super::item::unwritable(spooled.finish, &e);
+                    let attempt_only =
+                        shared.counted(move |conn| store::finish_spooled(conn, &kept, desktop.as_deref(), now)).await;
+                    match attempt_only {
+                        Ok(counted) => {
+                            tracing::warn!(item = id, error = %e, "import: a spooled answer was refused; its billed attempt is written alone");
+                            written_then(&shared, &path, id, ItemState::Failed, &counted);
+                        }
+                        Err(again) if again.server_away().is_some() => {
+                            away = true;
+                            break;
+                        }
+                        Err(again) => {
+                            tracing::warn!(item = id, error = %again, "import: a spooled answer cannot be written; it is set aside");
+                            set_aside(&path);
+                        }
+                    }
                 }
             }
         }
