@@ -62,6 +62,10 @@ pub(crate) struct Shared {
     pub(crate) last_counts_seq: AtomicU64,
     /// The queue's cost as the reads that carry it told it (see [`CostBook`]).
     pub(crate) cost_book: Mutex<CostBook>,
+    /// A call's cost came after a newer total that may not have seen it (on a server the reads
+    /// run on pooled connections, so a read asked for later can run before an earlier write
+    /// commits): the next look at the queue reads the total again.
+    pub(crate) cost_stale: AtomicBool,
     /// Perceptual hashes of product photos and queued photos, for near-duplicate hints.
     pub(crate) near: Mutex<NearIndex>,
     /// Bounds the photos prepared at once (CPU), independently of the calls in flight.
@@ -214,6 +218,7 @@ impl Shared {
             events: broadcast::channel(EVENT_CAPACITY).0,
             last_counts_seq: AtomicU64::new(0),
             cost_book: Mutex::new(CostBook::default()),
+            cost_stale: AtomicBool::new(false),
             near: Mutex::new(near),
             prepare_slots: Semaphore::new(options.prepare_concurrency.max(1)),
             sends: RwLock::new(sends),
@@ -390,7 +395,9 @@ impl Shared {
             }
             if let Some(cost) = counted.cost {
                 let mut book = self.cost_book.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                book.apply(cost, counted.seq);
+                if !book.apply(cost, counted.seq) {
+                    self.cost_stale.store(true, Ordering::SeqCst);
+                }
                 p.queue_cost = book.total();
             }
             p.changes += changes;
@@ -719,6 +726,10 @@ impl Shared {
             }
         }
         if known.is_none() || known == Some(version) {
+            if self.cost_stale.swap(false, Ordering::SeqCst) {
+                let counted = self.counted_costing(|_| Ok(())).await?;
+                self.publish(&counted, 0);
+            }
             return Ok(false);
         }
         let counted = self.counted_costing(move |conn| store::changed_since(conn, since)).await?;
@@ -809,16 +820,24 @@ pub(crate) struct CostBook {
 }
 
 impl CostBook {
-    fn apply(&mut self, read: CostRead, seq: u64) {
+    /// False when a call's cost was left out as counted in a newer total: on SQLite that total
+    /// read it (one connection runs the jobs in order); on a server it may not have, so the
+    /// caller reads the total again.
+    fn apply(&mut self, read: CostRead, seq: u64) -> bool {
         match read {
             CostRead::Total(total) if seq > self.total_seq => {
                 self.total = total;
                 self.total_seq = seq;
                 self.added.retain(|(at, _)| *at > seq);
+                true
             }
-            CostRead::Add(added) if seq > self.total_seq => self.added.push((seq, added)),
-            // Counted in a newer total already.
-            _ => {}
+            CostRead::Add(added) if seq > self.total_seq => {
+                self.added.push((seq, added));
+                true
+            }
+            CostRead::Add(_) => false,
+            // An older total: a newer one is in force.
+            CostRead::Total(_) => true,
         }
     }
 
@@ -858,8 +877,9 @@ mod tests {
         assert_eq!(book.total().calls, 5);
         book.apply(CostRead::Total(call(1)), 9);
         assert_eq!(book.total().calls, 5);
-        // A call read before that total is in it; one read after adds.
-        book.apply(CostRead::Add(call(1)), 12);
+        // A call read before that total is in it (on a server, maybe not: the caller reads the
+        // total again); one read after adds.
+        assert!(!book.apply(CostRead::Add(call(1)), 12));
         assert_eq!(book.total().calls, 5);
         book.apply(CostRead::Add(call(1)), 14);
         assert_eq!(book.total().calls, 6);
