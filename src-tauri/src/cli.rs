@@ -8,7 +8,7 @@ mod import;
 mod key;
 mod products;
 mod serve;
-mod usage;
+pub(crate) mod usage;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -442,6 +442,19 @@ async fn catalog_copy(from: &str, to: &str, json: bool) -> i32 {
         }
         Err(e) => failed_with(e, json),
     }
+}
+
+/// A secret from standard input, never from an argument (arguments end up in the shell's history
+/// and in every process listing): typed at a hidden `prompt` when standard input is a terminal,
+/// else what is piped in, at most 64 KiB whatever is sent. Each caller picks its line from it.
+pub(crate) fn read_secret(prompt: &str) -> std::io::Result<String> {
+    use std::io::{IsTerminal, Read};
+    if std::io::stdin().is_terminal() {
+        return rpassword::prompt_password(prompt);
+    }
+    let mut text = String::new();
+    std::io::stdin().take(64 * 1024).read_to_string(&mut text)?;
+    Ok(text)
 }
 
 fn usage_error(message: &str) -> i32 {

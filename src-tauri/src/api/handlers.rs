@@ -16,7 +16,7 @@ use pe_core::gemini::Usage;
 use pe_core::import::{EnqueueOptions, ImportItemDetail, ImportStatus, ItemId, ItemState};
 use pe_core::product::{FieldFlag, FieldSource, Product};
 use pe_core::stored_path::StoredPath;
-use pe_core::{ErrorCode, ErrorReport};
+use pe_core::{Coded, ErrorCode, ErrorReport};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -216,13 +216,10 @@ async fn receive(api: &Api, mut multipart: Multipart) -> Result<Vec<(PathBuf, St
         }
         file.flush().await.map_err(|e| io_problem(&dir, &e))?;
         drop(file);
+        // Not a photo by its bytes, whatever intake would call it: 415.
         let format = pe_core::intake::detect_format(&head).map_err(|e| {
-            let mut problem = report(&ErrorReport::from_error(&e));
-            problem.status = StatusCode::UNSUPPORTED_MEDIA_TYPE.as_u16();
-            problem.title = "Unsupported Media Type".into();
-            problem.code = "unsupported_media_type".into();
-            problem.kind_uri = "urn:product-extractor:problem:unsupported_media_type".into();
-            problem
+            Problem::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", e.to_string())
+                .with_kind(e.code())
         })?;
         let sha = hex::encode(hash.finalize());
         let folder = dir.join(&sha);
@@ -290,11 +287,10 @@ async fn wait_for(api: &Api, id: ItemId) -> Result<ImportItemDetail, Problem> {
 
 /// The answer for a request whose item waits in a held queue; `None` while the queue moves.
 fn held(status: &ImportStatus, now: i64) -> Option<Problem> {
-    let seconds = |until: i64| u64::try_from((until - now + 999) / 1000).unwrap_or(1);
     let waits = |code: ErrorCode, message: &str, until: Option<i64>| {
         let problem = Problem::from_report(&ErrorReport::new(code, message));
         match until {
-            Some(until) => problem.retry_after(seconds(until)),
+            Some(until) => problem.retry_at(until, now),
             None => problem,
         }
     };
@@ -312,7 +308,7 @@ fn held(status: &ImportStatus, now: i64) -> Option<Problem> {
         ImportStatus::Stopped { code, message } => waits(*code, message, None),
         ImportStatus::WaitingServer { next_try_unix_ms, message, .. } => {
             Problem::new(StatusCode::SERVICE_UNAVAILABLE, "catalog_unavailable", message.clone())
-                .retry_after(seconds(*next_try_unix_ms))
+                .retry_at(*next_try_unix_ms, now)
         }
         ImportStatus::PausedByUser => Problem::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -330,17 +326,16 @@ impl Problem {
     /// budget's next day, a moment for a full bulkhead or a rate limit.
     fn with_retry_after(self, api: &Api) -> Self {
         let now = api.state.now();
-        let in_ms = |at: i64| u64::try_from((at - now + 999) / 1000).unwrap_or(1);
         match self.kind {
             Some(ErrorCode::CircuitOpen) => {
                 let probe = api.state.stack().breaker().snapshot().open.map(|o| o.probe_allowed_at_ms);
                 match probe {
-                    Some(at) => self.retry_after(in_ms(i64::try_from(at).unwrap_or(i64::MAX))),
+                    Some(at) => self.retry_at(i64::try_from(at).unwrap_or(i64::MAX), now),
                     None => self,
                 }
             }
             Some(ErrorCode::BulkheadFull | ErrorCode::RateLimited) => self.retry_after(1),
-            Some(ErrorCode::BudgetSpent) => self.retry_after(in_ms(pe_core::pricing::local_day(now).end)),
+            Some(ErrorCode::BudgetSpent) => self.retry_at(pe_core::pricing::local_day(now).end, now),
             _ => self,
         }
     }
@@ -515,28 +510,13 @@ impl From<&pe_core::catalog::CostTotal> for UsageTotal {
 
 /// `GET /api/usage`: what `usage --json` reports.
 pub async fn usage(State(api): State<Api>, Query(query): Query<UsageQuery>) -> Result<Json<UsageReport>, Problem> {
-    let now = api.state.now();
-    let today = pe_core::pricing::local_day(now);
-    let since = match query.since.as_deref() {
-        Some(date) => pe_core::pricing::local_date_start(date).ok_or_else(|| {
-            Problem::new(
-                StatusCode::BAD_REQUEST,
-                "bad_request",
-                format!("since={date:?} is not a date like 2026-12-01"),
-            )
-        })?,
-        None => today.start - 29 * 86_400_000,
-    };
-    let days = api
-        .state
-        .catalog()
-        .usage_by_day(since, today.utc_offset_ms)
-        .await
-        .map_err(|e| report(&ErrorReport::from(e)))?;
-    let mut total = pe_core::catalog::CostTotal::default();
-    for day in &days {
-        total.add_total(&day.total);
-    }
+    use crate::cli::usage::{report as usage_report, UsageError};
+    let (days, total) = usage_report(&api.state, query.since.as_deref()).await.map_err(|e| match e {
+        UsageError::BadDate(message) => {
+            Problem::new(StatusCode::BAD_REQUEST, "bad_request", format!("since={message}"))
+        }
+        UsageError::Catalog(e) => report(&e),
+    })?;
     Ok(Json(UsageReport {
         days: days
             .iter()

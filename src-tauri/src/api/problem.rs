@@ -54,15 +54,25 @@ impl Problem {
     /// An error of the app's, with its status from [`status_of`].
     pub fn from_report(report: &ErrorReport) -> Self {
         let (status, code) = status_of(report.code);
-        let mut problem = Self::new(status, code, report.message.clone());
-        problem.kind = Some(report.code);
+        let mut problem = Self::new(status, code, report.message.clone()).with_kind(report.code);
         problem.flags = report.validation_flags().map(<[_]>::to_vec);
         problem
+    }
+
+    /// The app's precise error code beside the seed's.
+    pub fn with_kind(mut self, kind: ErrorCode) -> Self {
+        self.kind = Some(kind);
+        self
     }
 
     pub fn retry_after(mut self, seconds: u64) -> Self {
         self.retry_after_seconds = Some(seconds.max(1));
         self
+    }
+
+    /// Retry after the instant `at` (unix ms), `now` being now: whole seconds, rounded up.
+    pub fn retry_at(self, at: i64, now: i64) -> Self {
+        self.retry_after(u64::try_from((at.saturating_sub(now)).saturating_add(999) / 1000).unwrap_or(1))
     }
 
     pub fn status(&self) -> StatusCode {

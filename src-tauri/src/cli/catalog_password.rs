@@ -3,8 +3,6 @@
 //! a terminal), never from an argument; it connects with it first, so a wrong password is never
 //! saved.
 
-use std::io::{IsTerminal, Read};
-
 use clap::Subcommand;
 use pe_core::catalog::server::{CatalogUrl, PasswordSource, ServerUrl};
 use serde_json::json;
@@ -122,14 +120,9 @@ async fn delete(keyring: &Keyring, url: &ServerUrl) -> i32 {
     EXIT_OK
 }
 
-/// The password from standard input: hidden when it is a terminal, else the first line (kept
-/// as typed: a password may start or end with spaces).
+/// The password from standard input ([`super::read_secret`]): its first line, kept as typed (a
+/// password may start or end with spaces).
 fn read_password() -> std::io::Result<Option<String>> {
-    if std::io::stdin().is_terminal() {
-        let password = rpassword::prompt_password("Catalog server password (input hidden): ")?;
-        return Ok(Some(password).filter(|p| !p.is_empty()));
-    }
-    let mut text = String::new();
-    std::io::stdin().take(64 * 1024).read_to_string(&mut text)?;
+    let text = super::read_secret("Catalog server password (input hidden): ")?;
     Ok(text.lines().next().map(str::to_string).filter(|p| !p.is_empty()))
 }

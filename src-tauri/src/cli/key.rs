@@ -2,8 +2,6 @@
 //! standard input (hidden when it is a terminal), never from an argument: arguments end up in the
 //! shell's history and in every process listing.
 
-use std::io::{IsTerminal, Read};
-
 use clap::Subcommand;
 use pe_core::config::ApiKey;
 use serde_json::json;
@@ -73,16 +71,9 @@ async fn set(state: &AppState, in_config_file: bool) -> i32 {
     EXIT_OK
 }
 
-/// The key from standard input: hidden when it is a terminal, else the first non-empty line.
+/// The key from standard input ([`super::read_secret`]): the first line that is a key.
 fn read_key() -> std::io::Result<Option<ApiKey>> {
-    if std::io::stdin().is_terminal() {
-        let key = rpassword::prompt_password("Gemini API key (input hidden): ")?;
-        return Ok(ApiKey::new(key));
-    }
-    let mut text = String::new();
-    // A key is a few dozen bytes: a bounded read, whatever is piped in.
-    std::io::stdin().take(64 * 1024).read_to_string(&mut text)?;
-    Ok(text.lines().find_map(ApiKey::new))
+    Ok(super::read_secret("Gemini API key (input hidden): ")?.lines().find_map(ApiKey::new))
 }
 
 fn status(state: &AppState, json: bool) -> i32 {

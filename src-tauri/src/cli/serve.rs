@@ -7,7 +7,6 @@
 //! `serve token set | status | delete`: the bearer token in the OS keyring. `set` reads it from
 //! standard input, never from an argument.
 
-use std::io::{IsTerminal, Read};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -149,20 +148,9 @@ async fn token(state: &AppState, command: TokenCommand) -> i32 {
                     "the token is shorter than 16 characters: use a long random one (e.g. `openssl rand -hex 32`)",
                 );
             }
-            match tokio::task::spawn_blocking(move || keyring.set_api_token(&token)).await {
-                Ok(Ok(())) => {
-                    outln!("The HTTP API's token is stored in the OS keyring; `serve` now needs it on every request.");
-                    EXIT_OK
-                }
-                Ok(Err(e)) => {
-                    errln!("error: {e}");
-                    EXIT_FAILED
-                }
-                Err(e) => {
-                    errln!("error: {e}");
-                    EXIT_FAILED
-                }
-            }
+            keyring_said(in_keyring(move || keyring.set_api_token(&token)).await, |()| {
+                "The HTTP API's token is stored in the OS keyring; `serve` now needs it on every request."
+            })
         }
         TokenCommand::Status => {
             let config = state.effective_config().server;
@@ -170,43 +158,49 @@ async fn token(state: &AppState, command: TokenCommand) -> i32 {
                 outln!("token: from the file {} ([server] token_file)", path.display());
                 return EXIT_OK;
             }
-            match tokio::task::spawn_blocking(move || keyring.api_token()).await {
-                Ok(Ok(Some(_))) => outln!("token: set, in the OS keyring"),
-                Ok(Ok(None)) => outln!("token: none — `serve` listens on loopback addresses only"),
-                Ok(Err(e)) => outln!("token: unknown ({e})"),
+            match in_keyring(move || keyring.api_token()).await {
+                Ok(Some(_)) => outln!("token: set, in the OS keyring"),
+                Ok(None) => outln!("token: none — `serve` listens on loopback addresses only"),
                 Err(e) => outln!("token: unknown ({e})"),
             }
             EXIT_OK
         }
-        TokenCommand::Delete => match tokio::task::spawn_blocking(move || keyring.delete_api_token()).await {
-            Ok(Ok(true)) => {
-                outln!("The HTTP API's token is deleted.");
-                EXIT_OK
+        TokenCommand::Delete => keyring_said(in_keyring(move || keyring.delete_api_token()).await, |deleted| {
+            if deleted {
+                "The HTTP API's token is deleted."
+            } else {
+                "No token was stored."
             }
-            Ok(Ok(false)) => {
-                outln!("No token was stored.");
-                EXIT_OK
-            }
-            Ok(Err(e)) => {
-                errln!("error: {e}");
-                EXIT_FAILED
-            }
-            Err(e) => {
-                errln!("error: {e}");
-                EXIT_FAILED
-            }
-        },
+        }),
     }
 }
 
-/// The token from standard input: hidden when it is a terminal, else the first non-empty line.
+/// A keyring call on the blocking pool (it may wait on D-Bus); a failed task is an error too.
+async fn in_keyring<T: Send + 'static>(
+    call: impl FnOnce() -> Result<T, crate::secrets::KeyringError> + Send + 'static,
+) -> Result<T, String> {
+    match tokio::task::spawn_blocking(call).await {
+        Ok(result) => result.map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// What a keyring change says: `said`'s line and exit 0, or the error and exit 1.
+fn keyring_said<T>(result: Result<T, String>, said: impl FnOnce(T) -> &'static str) -> i32 {
+    match result {
+        Ok(value) => {
+            outln!("{}", said(value));
+            EXIT_OK
+        }
+        Err(e) => {
+            errln!("error: {e}");
+            EXIT_FAILED
+        }
+    }
+}
+
+/// The token from standard input ([`super::read_secret`]): its first non-empty line, trimmed.
 fn read_token() -> std::io::Result<Option<String>> {
-    let text = if std::io::stdin().is_terminal() {
-        rpassword::prompt_password("HTTP API token (input hidden): ")?
-    } else {
-        let mut text = String::new();
-        std::io::stdin().take(64 * 1024).read_to_string(&mut text)?;
-        text
-    };
+    let text = super::read_secret("HTTP API token (input hidden): ")?;
     Ok(text.lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_owned))
 }

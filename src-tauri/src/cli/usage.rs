@@ -3,7 +3,7 @@
 //! price shows its tokens and "price unknown", never a made-up price.
 
 use clap::Args;
-use pe_core::catalog::CostTotal;
+use pe_core::catalog::{CostTotal, UsageDay};
 use pe_core::pricing;
 use pe_core::ErrorReport;
 use serde_json::json;
@@ -25,33 +25,44 @@ pub struct UsageArgs {
 /// How far back the report reaches without `--since`.
 const DEFAULT_DAYS: i64 = 30;
 
-pub async fn run(state: &AppState, args: UsageArgs) -> i32 {
+/// Why the usage cannot be reported.
+pub(crate) enum UsageError {
+    /// `since` is not a date like 2026-12-01.
+    BadDate(String),
+    Catalog(ErrorReport),
+}
+
+/// The calls recorded since the local day `since` (default: the last 30 days), per local day and
+/// model, and their total: what `usage` prints and `GET /api/usage` answers.
+pub(crate) async fn report(state: &AppState, since: Option<&str>) -> Result<(Vec<UsageDay>, CostTotal), UsageError> {
     let now = (state.pipeline().clock())();
     let today = pricing::local_day(now);
-    let since = match args.since.as_deref() {
-        Some(date) => match pricing::local_date_start(date) {
-            Some(start) => start,
-            None => return usage_error(&format!("--since {date:?} is not a date like 2026-12-01")),
-        },
+    let since = match since {
+        Some(date) => pricing::local_date_start(date)
+            .ok_or_else(|| UsageError::BadDate(format!("{date:?} is not a date like 2026-12-01")))?,
         None => today.start - (DEFAULT_DAYS - 1) * 86_400_000,
     };
-    let days = match state.catalog().usage_by_day(since, today.utc_offset_ms).await {
-        Ok(days) => days,
-        Err(e) => {
-            errln!("error: {}", ErrorReport::from(e));
+    let days = state
+        .catalog()
+        .usage_by_day(since, today.utc_offset_ms)
+        .await
+        .map_err(|e| UsageError::Catalog(ErrorReport::from(e)))?;
+    let mut total = CostTotal::default();
+    for day in &days {
+        total.add_total(&day.total);
+    }
+    Ok((days, total))
+}
+
+pub async fn run(state: &AppState, args: UsageArgs) -> i32 {
+    let (days, total) = match report(state, args.since.as_deref()).await {
+        Ok(report) => report,
+        Err(UsageError::BadDate(message)) => return usage_error(&format!("--since {message}")),
+        Err(UsageError::Catalog(e)) => {
+            errln!("error: {e}");
             return EXIT_FAILED;
         }
     };
-    let mut total = CostTotal::default();
-    for day in &days {
-        let t = &day.total;
-        total.calls += t.calls;
-        total.input_tokens += t.input_tokens;
-        total.cached_tokens += t.cached_tokens;
-        total.output_tokens += t.output_tokens;
-        total.usd = total.usd.saturating_add(t.usd);
-        total.unpriced_calls += t.unpriced_calls;
-    }
     let budget = state.pipeline().pricing().daily_budget();
     if args.json {
         for day in &days {
