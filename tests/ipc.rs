@@ -903,7 +903,8 @@ fn settings_turn_the_windows_http_api_on_and_off_and_its_photos_are_the_windows_
     let dir = tempfile::tempdir().unwrap();
     let fake = tauri::async_runtime::block_on(FakeGemini::start(FakeOptions::default())).unwrap();
     let base_url = fake.base_url();
-    let (_app, webview) = app(dir.path(), env_of(&[("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &base_url)]));
+    let env = env_of(&[("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", &base_url)]);
+    let (_app, webview) = app(dir.path(), env.clone());
     let settings = invoke(&webview, "get_settings", json!({})).unwrap();
     assert_eq!(settings["http_api"]["with_window"], false);
     assert_eq!(settings["http_api"]["status"]["state"], "off");
@@ -925,6 +926,19 @@ fn settings_turn_the_windows_http_api_on_and_off_and_its_photos_are_the_windows_
     let pending = invoke(&webview, "extract_pending", json!({})).unwrap();
     assert_eq!(pending.as_array().map(Vec::len), Some(1), "{pending}");
     assert_eq!(fake.generate_count(), 1);
+    // A new token (`serve token set` while the window runs) is taken at the next save.
+    let keyring = product_extractor_lib::secrets::Keyring::from_env(&*env);
+    let bearer = |token: &str| format!("Authorization: Bearer {token}");
+    let health = |saved: &Value| format!("{}/actuator/health", saved["http_api"]["status"]["url"].as_str().unwrap());
+    keyring.set_api_token("first-token-0123456789abcdef").unwrap();
+    let saved = invoke(&webview, "save_settings", json!({ "input": input(true, "127.0.0.1:0") })).unwrap();
+    assert_eq!(curl_status(&[&health(&saved)]), "401");
+    assert_eq!(curl_status(&["-H", &bearer("first-token-0123456789abcdef"), &health(&saved)]), "200");
+    keyring.set_api_token("second-token-0123456789abcdef").unwrap();
+    let saved = invoke(&webview, "save_settings", json!({ "input": input(true, "127.0.0.1:0") })).unwrap();
+    assert_eq!(curl_status(&["-H", &bearer("first-token-0123456789abcdef"), &health(&saved)]), "401");
+    assert_eq!(curl_status(&["-H", &bearer("second-token-0123456789abcdef"), &health(&saved)]), "200");
+    keyring.delete_api_token().unwrap();
     // Off: the port no longer answers.
     let saved = invoke(&webview, "save_settings", json!({ "input": input(false, "127.0.0.1:0") })).unwrap();
     assert_eq!(saved["http_api"]["status"]["state"], "off");

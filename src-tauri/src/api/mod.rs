@@ -52,6 +52,11 @@ impl Token {
         (!token.is_empty()).then(|| Token(Arc::new(Sha256::digest(token.as_bytes()).into())))
     }
 
+    /// Whether `other` is the same token (the window's server restarts when it changes).
+    pub fn same_as(&self, other: &Token) -> bool {
+        bool::from(self.0.ct_eq(&*other.0))
+    }
+
     /// Whether `given` is the token. Both are hashed first, so the comparison takes the same
     /// time whatever the given text's length and content.
     pub fn accepts(&self, given: &str) -> bool {

@@ -5,13 +5,14 @@
 //! get its result). Started with the window, and again whenever Settings change its address or
 //! turn it on or off ([`WindowServer::reconcile`]).
 
-use std::net::SocketAddr;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use super::{bind, configured_token, router, serve, Api};
+use pe_core::config::ServerConfig;
+
+use super::{bind, configured_token, router, serve, Api, Token};
 use crate::dto::HttpApiStatus;
 use crate::state::AppState;
 
@@ -23,8 +24,9 @@ pub struct WindowServer {
 }
 
 struct Running {
-    listen: SocketAddr,
-    token: bool,
+    /// What it was started with: any change restarts it.
+    config: ServerConfig,
+    token: Option<Token>,
     stop: oneshot::Sender<()>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -40,7 +42,7 @@ impl WindowServer {
     }
 
     /// Brings the server in line with the settings: started when turned on, restarted when its
-    /// address or token changed, stopped when turned off. A server that cannot start (the
+    /// `[server]` settings or its token changed, stopped when turned off. A server that cannot start (the
     /// address is taken) says why in [`WindowServer::status`]; the window goes on either way.
     pub async fn reconcile(&self, state: &AppState) {
         let config = state.effective_config().server;
@@ -57,9 +59,12 @@ impl WindowServer {
         } else {
             None
         };
-        let wanted = token.as_ref().map(|token| (config.listen, token.is_some()));
-        if let (Some(current), Some(wanted)) = (running.as_ref(), wanted) {
-            if (current.listen, current.token) == wanted && !current.task.is_finished() {
+        if let (Some(current), Some(token)) = (running.as_ref(), &token) {
+            let same_token = match (&current.token, token) {
+                (Some(a), Some(b)) => a.same_as(b),
+                (a, b) => a.is_none() && b.is_none(),
+            };
+            if current.config == config && same_token && !current.task.is_finished() {
                 return;
             }
         }
@@ -79,12 +84,12 @@ impl WindowServer {
                 let url = format!("http://{}", listener.local_addr().unwrap_or(config.listen));
                 let (stop_tx, stop_rx) = oneshot::channel();
                 let drain = state.stack().config().time_limiter.timeout_duration + Duration::from_secs(2);
-                let listen = config.listen;
+                let served = config.clone();
                 let task = tokio::spawn(async move {
-                    serve(listener, router, &config, async move { drop(stop_rx.await) }, drain).await;
+                    serve(listener, router, &served, async move { drop(stop_rx.await) }, drain).await;
                 });
                 tracing::info!(%url, "api: serving from the window");
-                *running = Some(Running { listen, token: token.is_some(), stop: stop_tx, task });
+                *running = Some(Running { config, token, stop: stop_tx, task });
                 self.set_status(HttpApiStatus::Serving { url });
             }
             Err(e) => {
