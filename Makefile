@@ -85,8 +85,11 @@ test-ui: deps-ui
 	npm --prefix ui run check
 	npm --prefix ui test
 
+## Then the field table's proof: the core with one more field (product/added_field.rs). The whole
+## workspace's libraries, so that every dependency keeps test-rust's features (no second build).
 test-rust: ui
 	$(WITH_POSTGRES) $(WITH_KEYRING) cargo test --workspace
+	cargo test --workspace --lib --features product-extractor-core/added-field-test -- product::added_field
 
 test-e2e: ui deps-driver
 	env -u DISPLAY $(WITH_POSTGRES) $(WITH_KEYRING) $(XVFB) cargo test --workspace --test e2e -- --ignored --test-threads=1

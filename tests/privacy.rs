@@ -123,7 +123,7 @@ async fn only_the_prepared_pixels_and_the_prompt_leave_the_machine_and_the_key_o
     top.sort_unstable();
     assert_eq!(top, ["contents", "generationConfig", "systemInstruction"], "{body}");
     let system = body["systemInstruction"]["parts"][0]["text"].as_str().unwrap();
-    assert_eq!(system, pe_core::gemini::SYSTEM_INSTRUCTION);
+    assert_eq!(system, pe_core::gemini::system_instruction());
     let parts = body["contents"][0]["parts"].as_array().unwrap();
     assert_eq!(parts.len(), 2, "{body}");
     let texts: Vec<&str> = parts.iter().filter_map(|p| p["text"].as_str()).collect();

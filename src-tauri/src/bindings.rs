@@ -133,8 +133,14 @@ pub fn constants(cfg: &ts_rs::Config) -> Vec<Constant> {
     vec![
         Constant::new(
             "PRODUCT_FIELDS",
-            "Every field of a Product in schema order: key, label, kind (pe_core::product::PRODUCT_FIELDS).",
+            "Every field of a Product in schema order: the field table (pe_core::product::PRODUCT_FIELDS).",
             &pe_core::product::PRODUCT_FIELDS.to_vec(),
+            cfg,
+        ),
+        Constant::new(
+            "FIELD_KIND_PARTS",
+            "The kinds of field edited as two values, the first a number (pe_core::product::kind_parts).",
+            &pe_core::product::kind_parts(),
             cfg,
         ),
         Constant::new(

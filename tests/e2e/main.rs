@@ -851,7 +851,7 @@ async fn a_product_of_two_photos_is_reviewed_with_its_barcode_box_and_split_with
     // Focusing a field shows where Gemini read it: the net content, on the back.
     panel.send_keys("1").await.unwrap();
     wait_text(&c, "#import-review-panel .photo-name", "Photo 1 of 2", long).await;
-    wait_for(&c, "#field-net-value", long).await.click().await.unwrap();
+    wait_for(&c, "#field-net_content-value", long).await.click().await.unwrap();
     wait_text(&c, "#import-review-panel .photo-name", "Photo 2 of 2", long).await;
     let field = wait_for(&c, "#import-review-panel rect.box.field", long).await;
     assert_eq!(field.attr("data-label").await.unwrap().as_deref(), Some("Net content: read here"));

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use pe_core::catalog::export::{guard, handle, iso_utc, CSV_HEADERS, SHOPIFY_HEADERS};
+use pe_core::catalog::export::{csv_headers, guard, handle, iso_utc, SHOPIFY_HEADERS};
 use pe_core::catalog::{Catalog, ExportFormat, ExportSummary, ExportedProduct, ProductRecord, SaveProduct};
 use pe_core::product::{Attribute, NetContent, Price, Product};
 
@@ -111,6 +111,27 @@ async fn shopify_round_trip() {
     assert_eq!(plain[16], "draft");
 }
 
+/// The plain CSV's columns, as scripts read them: written out here so that a change to the field
+/// table that moves or renames a column fails this test.
+const CSV_HEADERS: [&str; 16] = [
+    "id",
+    "name",
+    "brand",
+    "category",
+    "description",
+    "price_amount",
+    "price_currency",
+    "gtin",
+    "color",
+    "size",
+    "material",
+    "net_content_value",
+    "net_content_unit",
+    "attributes",
+    "updated_at",
+    "revision",
+];
+
 #[tokio::test]
 async fn csv_round_trip_field_by_field() {
     let (dir, catalog) = open();
@@ -119,6 +140,7 @@ async fn csv_round_trip_field_by_field() {
     assert_eq!(summary.rows, 2);
     let (headers, rows) = parse_csv(&text);
     assert_eq!(headers, CSV_HEADERS);
+    assert_eq!(headers, csv_headers(), "the field table's columns");
     assert_eq!(rows.len(), 2);
     let r = &records[0];
     let row: Vec<&str> = rows[0].iter().collect();
@@ -205,7 +227,7 @@ async fn an_empty_catalog_gives_headers_only_or_an_empty_array() {
     assert_eq!(summary.rows, 0);
     assert_eq!(text, format!("{}\n", SHOPIFY_HEADERS.join(",")));
     let (_, text) = export(&catalog, dir.path(), ExportFormat::Csv).await;
-    assert_eq!(text, format!("{}\n", CSV_HEADERS.join(",")));
+    assert_eq!(text, format!("{}\n", csv_headers().join(",")));
     let (summary, text) = export(&catalog, dir.path(), ExportFormat::Json).await;
     assert_eq!(summary.rows, 0);
     assert_eq!(serde_json::from_str::<Vec<ExportedProduct>>(&text).unwrap(), []);

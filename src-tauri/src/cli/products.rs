@@ -5,6 +5,7 @@ use std::path::Path;
 
 use pe_core::barcode::GtinSource;
 use pe_core::catalog::{local_user, ProductRecord, RevisionRecord};
+use pe_core::product::FieldKind;
 use pe_core::ErrorReport;
 use serde_json::json;
 
@@ -63,26 +64,17 @@ fn gtin_source_text(source: Option<GtinSource>) -> &'static str {
 fn print_record(record: &ProductRecord) {
     let p = &record.saved;
     outln!("#{} {}", record.id, field(&p.name));
-    let text = |value: &Option<String>| value.as_deref().map(|v| field(v).into_owned());
-    let rows: [(&str, Option<String>); 9] = [
-        ("brand", text(&p.brand)),
-        ("category", text(&p.category)),
-        ("price", p.price.as_ref().map(|pr| format!("{:.2} {}", pr.amount, field(&pr.currency)))),
-        ("gtin", p.gtin.as_ref().map(|g| format!("{}{}", field(g), gtin_source_text(record.gtin_source)))),
-        ("color", text(&p.color)),
-        ("size", text(&p.size)),
-        ("material", text(&p.material)),
-        ("net content", p.net_content.as_ref().map(|n| format!("{} {}", n.value, field(&n.unit)))),
-        ("photo", Some(field(&record.original_path).into_owned())),
-    ];
-    for (label, value) in rows {
-        if let Some(value) = value {
-            outln!("  {label:<12} {value}");
-        }
-        if label == "net content" {
-            print_description(p.description.as_deref());
-        }
+    // The field table's values, one line each: the short ones, the long texts (a description's
+    // lines indented under its label), then the photo. The name is the heading.
+    let rows = p.display_rows();
+    for (spec, value) in rows.iter().filter(|(f, _)| !f.required && f.kind != FieldKind::LongText) {
+        let source = if spec.kind == FieldKind::Gtin { gtin_source_text(record.gtin_source) } else { "" };
+        outln!("  {:<12} {}{source}", spec.label.to_lowercase(), field(value));
     }
+    for (spec, value) in rows.iter().filter(|(f, _)| f.kind == FieldKind::LongText) {
+        print_lines(&spec.label.to_lowercase(), value);
+    }
+    outln!("  {:<12} {}", "photo", field(&record.original_path));
     for attribute in &p.attributes {
         outln!("  {:<12} {}: {}", "attribute", field(&attribute.name), field(&attribute.value));
     }
@@ -96,12 +88,11 @@ fn print_record(record: &ProductRecord) {
     }
 }
 
-/// A description of several lines: its first line after the label, the others indented under it,
-/// each line a [`field`] (a tab, CR or escape in it shown as an escape).
-fn print_description(description: Option<&str>) {
-    let Some(description) = description else { return };
-    for (i, line) in description.split('\n').enumerate() {
-        let label = if i == 0 { "description" } else { "" };
+/// A text of several lines (a description): its first line after the label, the others indented
+/// under it, each line a [`field`] (a tab, CR or escape in it shown as an escape).
+fn print_lines(label: &str, text: &str) {
+    for (i, line) in text.split('\n').enumerate() {
+        let label = if i == 0 { label } else { "" };
         outln!("  {label:<12} {}", field(line));
     }
 }

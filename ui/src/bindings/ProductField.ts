@@ -3,10 +3,25 @@ import type { FieldKey } from "./FieldKey";
 import type { FieldKind } from "./FieldKind";
 
 /**
- * One field of [`Product`] as people see it: the key, the label, the kind.
+ * One field of a [`super::Product`]: the field table's entry. Exported to the UI (without the prompt's
+ * rule, which only Gemini reads).
  */
-export type ProductField = { key: FieldKey, label: string, kind: FieldKind, 
+export type ProductField = { key: FieldKey, 
+/**
+ * How people see the field's name ("Net content").
+ */
+label: string, kind: FieldKind, 
 /**
  * Saving needs a value.
  */
-required: boolean, };
+required: boolean, 
+/**
+ * The most characters (Unicode scalar values) a text field holds; a model's longer answer is
+ * cut there with a flag, a longer value saved in review is invalid.
+ */
+max_chars: number | null, 
+/**
+ * Denormalized into the catalog's `products` row, for the table, sorting and filters
+ * (`catalog::columns::listed_columns`; a test holds both schemas to it).
+ */
+listed: boolean, };

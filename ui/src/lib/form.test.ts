@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { PRODUCT_FIELDS } from "../bindings/constants";
+import type { FieldKey } from "../bindings/FieldKey";
 import type { Product } from "../bindings/Product";
+import type { ProductField } from "../bindings/ProductField";
 import {
   changeLabel,
   emptyForm,
@@ -28,6 +30,11 @@ const full: Product = {
   uncertain_fields: ["price"],
 };
 
+function withValues(values: Record<string, string>) {
+  const form = emptyForm();
+  return { ...form, values: { ...form.values, ...values } };
+}
+
 describe("form model", () => {
   it("round-trips a product", () => {
     const { product, localFlags } = formToProduct(productToForm(full));
@@ -36,7 +43,7 @@ describe("form model", () => {
   });
 
   it("turns blanks into null and trims", () => {
-    const form = { ...emptyForm(), name: "  Tea ", brand: "  ", priceCurrency: "", gtin: " 4006-381 333931 " };
+    const form = withValues({ name: "  Tea ", brand: "  ", "price.currency": "", gtin: " 4006-381 333931 " });
     const { product } = formToProduct(form);
     expect(product.name).toBe("Tea");
     expect(product.brand).toBeNull();
@@ -45,12 +52,12 @@ describe("form model", () => {
   });
 
   it("upper-cases the currency and accepts a decimal comma", () => {
-    const form = { ...emptyForm(), name: "x", priceAmount: "3,49", priceCurrency: "eur" };
+    const form = withValues({ name: "x", "price.amount": "3,49", "price.currency": "eur" });
     expect(formToProduct(form).product.price).toEqual({ amount: 3.49, currency: "EUR" });
   });
 
   it("flags a number that does not parse instead of dropping it", () => {
-    const form = { ...emptyForm(), name: "x", priceAmount: "3.4x", priceCurrency: "EUR", netUnit: "g" };
+    const form = withValues({ name: "x", "price.amount": "3.4x", "price.currency": "EUR", "net_content.unit": "g" });
     const { localFlags, product } = formToProduct(form);
     expect(localFlags.map((f) => f.field)).toEqual(["price.amount", "net_content.value"]);
     expect(localFlags.every((f) => f.kind === "invalid")).toBe(true);
@@ -107,11 +114,29 @@ describe("the field list from Rust", () => {
     expect(fieldLabel("whatever")).toBe("whatever");
   });
 
-  it("edits each text field through the form property of the same name", () => {
+  it("edits each text field through the form value of the same name, and each part of a pair by its name", () => {
     const form = emptyForm();
     const text = PRODUCT_FIELDS.filter(isTextField);
     expect(text.map((f) => f.key)).toContain("gtin");
-    for (const field of text) expect(typeof form[field.key]).toBe("string");
+    for (const field of text) expect(typeof form.values[field.key]).toBe("string");
+    expect(Object.keys(form.values)).toEqual(expect.arrayContaining(["price.amount", "price.currency", "net_content.value", "net_content.unit"]));
+  });
+
+  it("takes a field added to the table without another change (adding a field is one entry in Rust)", () => {
+    const fields: ProductField[] = [
+      ...PRODUCT_FIELDS,
+      { key: "shelf_life" as FieldKey, label: "Shelf life", kind: "text", required: false, max_chars: 60, listed: false },
+      { key: "deposit" as FieldKey, label: "Deposit", kind: "price", required: false, max_chars: null, listed: false },
+    ];
+    const product = { ...full, shelf_life: " 3 days ", deposit: { amount: 0.25, currency: "EUR" } } as Product;
+    const form = productToForm(product, fields);
+    expect(form.values.shelf_life).toBe(" 3 days ");
+    expect(form.values["deposit.amount"]).toBe("0.25");
+    form.values["deposit.amount"] = "0,3x";
+    const { product: back, localFlags } = formToProduct(form, fields);
+    expect((back as unknown as Record<string, unknown>).shelf_life).toBe("3 days");
+    expect(localFlags).toEqual([{ field: "deposit.amount", kind: "invalid", message: "not a number, e.g. 3.49" }]);
+    expect(Object.keys(emptyProduct(fields))).toContain("shelf_life");
   });
 
   it("labels the diff's changes", () => {

@@ -1,9 +1,11 @@
 // The review form edits strings; the catalog stores a Product. This module converts between the two
 // without losing anything the reviewer typed: a number that does not parse becomes a local
-// "invalid" flag instead of silently disappearing.
-import { PRODUCT_FIELDS } from "../bindings/constants";
+// "invalid" flag instead of silently disappearing. It goes by the field table from Rust
+// (PRODUCT_FIELDS) and decides by a field's kind, never by its name, so a new field in the table
+// is a new field of the form.
+import { FIELD_KIND_PARTS, PRODUCT_FIELDS } from "../bindings/constants";
 import type { FieldFlag } from "../bindings/FieldFlag";
-import type { FieldKey } from "../bindings/FieldKey";
+import type { FieldKind } from "../bindings/FieldKind";
 import type { Product } from "../bindings/Product";
 import type { ProductField } from "../bindings/ProductField";
 
@@ -13,19 +15,14 @@ export interface AttributeRow {
 }
 
 export interface ProductForm {
-  name: string;
-  brand: string;
-  category: string;
-  description: string;
-  priceAmount: string;
-  priceCurrency: string;
-  gtin: string;
-  color: string;
-  size: string;
-  material: string;
-  netValue: string;
-  netUnit: string;
+  /**
+   * Every value as typed, by the name a flag gives it: a text field by its key ("name", "gtin"),
+   * each part of a two-part field by "key.part" ("price.amount", "net_content.unit").
+   */
+  values: Record<string, string>;
+  /** The attributes field's rows, blank ones included (they are skipped on the way back). */
   attributes: AttributeRow[];
+  /** The model's unsure list, as the reviewer confirms fields one by one. */
   uncertainFields: string[];
 }
 
@@ -37,48 +34,73 @@ export interface FormResult {
   attributeRows: number[];
 }
 
-export function emptyForm(): ProductForm {
-  return productToForm(emptyProduct());
+/** The fields the form goes by: the table from Rust (a test may pass a longer one). */
+export type Fields = readonly ProductField[];
+
+/** How the window shows each two-part kind: its placeholders, an example for a message, its code. */
+export const PAIR_UI: Partial<Record<FieldKind, PairUi>> = {
+  price: { placeholders: ["0.00", "EUR"], example: "3.49", codeLabel: "Currency (3 letters)", codeClass: "currency", upper: true, codeMaxLength: 3 },
+  net_content: { placeholders: ["500", "g"], example: "500", codeLabel: "Unit", codeClass: "unit", upper: false },
+};
+
+interface PairUi {
+  placeholders: [string, string];
+  /** A number as the message after a bad one shows it ("not a number, e.g. 3.49"). */
+  example: string;
+  /** The code's accessible name. */
+  codeLabel: string;
+  codeClass: string;
+  /** The code is typed in capitals (a currency). */
+  upper: boolean;
+  codeMaxLength?: number;
 }
 
-export function emptyProduct(): Product {
-  return {
-    name: "",
-    brand: null,
-    category: null,
-    description: null,
-    price: null,
-    gtin: null,
-    color: null,
-    size: null,
-    material: null,
-    net_content: null,
-    attributes: [],
-    uncertain_fields: [],
-  };
+/** The two parts of a kind edited as two values (from Rust), or null. */
+export function partsOf(kind: FieldKind): readonly [string, string] | null {
+  return FIELD_KIND_PARTS.find((k) => k.kind === kind)?.parts ?? null;
+}
+
+/** The form's name of a two-part field's part: "price.amount". */
+export function partName(field: ProductField, part: string): string {
+  return `${field.key}.${part}`;
+}
+
+export function emptyForm(fields: Fields = PRODUCT_FIELDS): ProductForm {
+  return productToForm(emptyProduct(fields), fields);
+}
+
+export function emptyProduct(fields: Fields = PRODUCT_FIELDS): Product {
+  const product: Record<string, unknown> = {};
+  for (const f of fields) {
+    if (f.kind === "attributes" || f.kind === "field_names") product[f.key] = [];
+    else product[f.key] = f.required ? "" : null;
+  }
+  return product as Product;
 }
 
 function numberText(value: number): string {
   return Number.isFinite(value) ? String(value) : "";
 }
 
-export function productToForm(p: Product): ProductForm {
-  return {
-    name: p.name ?? "",
-    brand: p.brand ?? "",
-    category: p.category ?? "",
-    description: p.description ?? "",
-    priceAmount: p.price ? numberText(p.price.amount) : "",
-    priceCurrency: p.price?.currency ?? "",
-    gtin: p.gtin ?? "",
-    color: p.color ?? "",
-    size: p.size ?? "",
-    material: p.material ?? "",
-    netValue: p.net_content ? numberText(p.net_content.value) : "",
-    netUnit: p.net_content?.unit ?? "",
-    attributes: (p.attributes ?? []).map((a) => ({ name: a.name, value: a.value })),
-    uncertainFields: [...(p.uncertain_fields ?? [])],
-  };
+export function productToForm(p: Product, fields: Fields = PRODUCT_FIELDS): ProductForm {
+  const source = p as unknown as Record<string, unknown>;
+  const form: ProductForm = { values: {}, attributes: [], uncertainFields: [] };
+  for (const f of fields) {
+    const value = source[f.key];
+    const parts = partsOf(f.kind);
+    if (parts) {
+      const pair = (value ?? null) as Record<string, unknown> | null;
+      form.values[partName(f, parts[0])] = pair ? numberText(Number(pair[parts[0]])) : "";
+      form.values[partName(f, parts[1])] = pair ? String(pair[parts[1]] ?? "") : "";
+    } else if (f.kind === "attributes") {
+      form.attributes = ((value ?? []) as AttributeRow[]).map((a) => ({ name: a.name, value: a.value }));
+    } else if (f.kind === "field_names") {
+      form.uncertainFields = [...((value ?? []) as string[])];
+    } else {
+      form.values[f.key] = (value as string | null | undefined) ?? "";
+    }
+  }
+  return form;
 }
 
 /**
@@ -109,52 +131,47 @@ function invalid(field: string, message: string): FieldFlag {
   return { field, kind: "invalid", message };
 }
 
-export function formToProduct(form: ProductForm): FormResult {
+export function formToProduct(form: ProductForm, fields: Fields = PRODUCT_FIELDS): FormResult {
   const localFlags: FieldFlag[] = [];
-
-  let price: Product["price"] = null;
-  const amount = parseDecimal(form.priceAmount);
-  const currency = form.priceCurrency.trim().toUpperCase();
-  if (amount !== null || currency !== "") {
-    if (amount === null) localFlags.push(invalid("price.amount", "enter the amount, e.g. 3.49"));
-    else if (Number.isNaN(amount)) localFlags.push(invalid("price.amount", "not a number, e.g. 3.49"));
-    price = { amount: amount !== null && !Number.isNaN(amount) ? amount : 0, currency };
-  }
-
-  let net_content: Product["net_content"] = null;
-  const value = parseDecimal(form.netValue);
-  const unit = form.netUnit.trim();
-  if (value !== null || unit !== "") {
-    if (value === null) localFlags.push(invalid("net_content.value", "enter the amount, e.g. 500"));
-    else if (Number.isNaN(value)) localFlags.push(invalid("net_content.value", "not a number, e.g. 500"));
-    net_content = { value: value !== null && !Number.isNaN(value) ? value : 0, unit };
-  }
-
-  const attributes: Product["attributes"] = [];
+  const product: Record<string, unknown> = {};
   const attributeRows: number[] = [];
-  form.attributes.forEach((row, i) => {
-    const name = row.name.trim();
-    const val = row.value.trim();
-    if (name === "" && val === "") return;
-    attributes.push({ name, value: val });
-    attributeRows.push(i);
-  });
-
-  const product: Product = {
-    name: form.name.trim(),
-    brand: opt(form.brand),
-    category: opt(form.category),
-    description: opt(form.description),
-    price,
-    gtin: opt(form.gtin)?.replace(/[\s-]/g, "") ?? null,
-    color: opt(form.color),
-    size: opt(form.size),
-    material: opt(form.material),
-    net_content,
-    attributes,
-    uncertain_fields: [...form.uncertainFields],
-  };
-  return { product, localFlags, attributeRows };
+  for (const f of fields) {
+    const parts = partsOf(f.kind);
+    if (parts) {
+      const [numberPart, codePart] = parts;
+      const ui = PAIR_UI[f.kind];
+      const example = ui ? `, e.g. ${ui.example}` : "";
+      const amount = parseDecimal(form.values[partName(f, numberPart)] ?? "");
+      const typed = (form.values[partName(f, codePart)] ?? "").trim();
+      const code = ui?.upper ? typed.toUpperCase() : typed;
+      let pair: Record<string, unknown> | null = null;
+      if (amount !== null || code !== "") {
+        const name = partName(f, numberPart);
+        if (amount === null) localFlags.push(invalid(name, `enter the amount${example}`));
+        else if (Number.isNaN(amount)) localFlags.push(invalid(name, `not a number${example}`));
+        pair = { [numberPart]: amount !== null && !Number.isNaN(amount) ? amount : 0, [codePart]: code };
+      }
+      product[f.key] = pair;
+    } else if (f.kind === "attributes") {
+      const attributes: AttributeRow[] = [];
+      form.attributes.forEach((row, i) => {
+        const name = row.name.trim();
+        const val = row.value.trim();
+        if (name === "" && val === "") return;
+        attributes.push({ name, value: val });
+        attributeRows.push(i);
+      });
+      product[f.key] = attributes;
+    } else if (f.kind === "field_names") {
+      product[f.key] = [...form.uncertainFields];
+    } else {
+      const text = form.values[f.key] ?? "";
+      if (f.required) product[f.key] = text.trim();
+      else if (f.kind === "gtin") product[f.key] = opt(text)?.replace(/[\s-]/g, "") ?? null;
+      else product[f.key] = opt(text);
+    }
+  }
+  return { product: product as Product, localFlags, attributeRows };
 }
 
 /** Rewrites "attributes[i]…" flags from product indices to form row indices. */
@@ -175,14 +192,8 @@ export function fieldLabel(key: string): string {
   return FIELDS_BY_KEY.get(key)?.label ?? key;
 }
 
-/** The form properties that hold a field's text as typed, named like the field. */
-export type TextFieldKey = {
-  [K in keyof ProductForm]: ProductForm[K] extends string ? K : never;
-}[keyof ProductForm] &
-  FieldKey;
-
-/** True for the fields the form edits as one text box (the field's key is the form property). */
-export function isTextField(field: ProductField): field is ProductField & { key: TextFieldKey } {
+/** True for the fields the form edits as one text box, whose value is `form.values[field.key]`. */
+export function isTextField(field: ProductField): boolean {
   return field.kind === "text" || field.kind === "long_text" || field.kind === "gtin";
 }
 

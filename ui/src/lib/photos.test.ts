@@ -33,7 +33,7 @@ describe("field boxes", () => {
     expect(fieldOfElement("field-name")).toBe("name");
     expect(fieldOfElement("field-gtin")).toBe("gtin");
     expect(fieldOfElement("field-price-currency")).toBe("price");
-    expect(fieldOfElement("field-net-unit")).toBe("net_content");
+    expect(fieldOfElement("field-net_content-unit")).toBe("net_content");
     expect(fieldOfElement("attr-value-3")).toBe("attributes");
     expect(fieldOfElement("field-secret")).toBeNull();
     expect(fieldOfElement("import-review-panel")).toBeNull();

@@ -60,10 +60,9 @@ export function boxesOn(boxes: readonly PhotoBox[], photo: number): PhotoBox[] {
 
 /** The product field a form control edits, by its element id (ProductEditor's ids), or null. */
 export function fieldOfElement(id: string): string | null {
-  if (id === "field-price-amount" || id === "field-price-currency") return "price";
-  if (id === "field-net-value" || id === "field-net-unit") return "net_content";
   if (/^attr-(name|value)-\d+$/.test(id)) return "attributes";
-  const key = id.startsWith("field-") ? id.slice("field-".length) : null;
+  // "field-name", or a two-part field's "field-price-amount": keys have no dash.
+  const key = id.startsWith("field-") ? id.slice("field-".length).split("-")[0] : null;
   return key !== null && PRODUCT_FIELDS.some((f) => f.key === key) ? key : null;
 }
 

@@ -18,7 +18,7 @@ describe("ReviewModel", () => {
   it("is clean as loaded and dirty after an edit", () => {
     const review = model();
     expect(review.dirty).toBe(false);
-    review.state.form.name = "Oat Drink Barista";
+    review.state.form.values.name = "Oat Drink Barista";
     expect(review.dirty).toBe(true);
     expect(review.result.product.name).toBe("Oat Drink Barista");
   });
@@ -29,13 +29,13 @@ describe("ReviewModel", () => {
       saved.push(p);
       return 7;
     });
-    review.state.form.priceAmount = "3,4x";
+    review.state.form.values["price.amount"] = "3,4x";
     expect(review.invalid).toBe(true);
     expect(review.flags.map((f) => f.field)).toEqual(["price.amount"]);
     expect(await review.save()).toBeNull();
     expect(saved).toEqual([]);
-    review.state.form.priceAmount = "3,49";
-    review.state.form.priceCurrency = "eur";
+    review.state.form.values["price.amount"] = "3,49";
+    review.state.form.values["price.currency"] = "eur";
     expect(await review.save()).toBe(7);
     expect(saved[0].price).toEqual({ amount: 3.49, currency: "EUR" });
     expect(review.state.saving).toBe(false);
@@ -69,19 +69,19 @@ describe("ReviewModel", () => {
   it("undoes and redoes recorded edits, and a load starts over", () => {
     const review = model();
     expect(review.state.canUndo).toBe(false);
-    review.state.form.name = "A";
+    review.state.form.values.name = "A";
     review.record();
-    review.state.form.name = "AB";
+    review.state.form.values.name = "AB";
     review.undo();
-    expect(review.state.form.name).toBe("A");
+    expect(review.state.form.values.name).toBe("A");
     review.undo();
-    expect(review.state.form.name).toBe("Oat Drink");
+    expect(review.state.form.values.name).toBe("Oat Drink");
     expect(review.state.canUndo).toBe(false);
     review.redo();
-    expect(review.state.form.name).toBe("A");
+    expect(review.state.form.values.name).toBe("A");
     expect(review.state.canRedo).toBe(true);
     review.load(product({ name: "Fresh" }), []);
-    expect(review.state.form.name).toBe("Fresh");
+    expect(review.state.form.values.name).toBe("Fresh");
     expect([review.state.canUndo, review.state.canRedo, review.dirty]).toEqual([false, false, false]);
   });
 
@@ -107,10 +107,10 @@ describe("reviewStatus", () => {
   it("puts invalid before unsure, and unsaved edits only where asked", () => {
     const review = new ReviewModel(reviewState(oat, [{ field: "brand", kind: "uncertain", message: "unsure" }]), { save: async () => 1 });
     expect(reviewStatus(review, true)).toEqual({ kind: "uncertain", text: "1 unsure — please check" });
-    review.state.form.name = "Changed";
+    review.state.form.values.name = "Changed";
     expect(reviewStatus(review, true)).toEqual({ kind: "dirty" });
     expect(reviewStatus(review, false).kind).toBe("uncertain");
-    review.state.form.gtin = "12";
+    review.state.form.values.gtin = "12";
     review.state.serverFlags = [...review.state.serverFlags, { field: "gtin", kind: "invalid", message: "bad" }];
     expect(reviewStatus(review, true)).toEqual({ kind: "invalid", text: "Fix 1 field to save" });
     review.state.validating = true;

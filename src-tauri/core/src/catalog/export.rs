@@ -35,7 +35,7 @@ use ts_rs::TS;
 use super::{Catalog, CatalogError, ProductId};
 use crate::error::{Coded, ErrorCode};
 use crate::files::{Access, StagedFile};
-use crate::product::Product;
+use crate::product::{FieldKind, Product, ProductField, Value, PRODUCT_FIELDS};
 
 /// What [`Catalog::export`] writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
@@ -44,7 +44,7 @@ use crate::product::Product;
 pub enum ExportFormat {
     /// Shopify's product CSV import ([`SHOPIFY_HEADERS`]).
     Shopify,
-    /// Every saved field flattened, one product a row ([`CSV_HEADERS`]).
+    /// Every saved field flattened, one product a row ([`csv_headers`]).
     Csv,
     /// One JSON array of [`ExportedProduct`].
     Json,
@@ -161,25 +161,41 @@ pub const SHOPIFY_HEADERS: [&str; 17] = [
     "Status",
 ];
 
-/// The header row of [`ExportFormat::Csv`].
-pub const CSV_HEADERS: [&str; 16] = [
-    "id",
-    "name",
-    "brand",
-    "category",
-    "description",
-    "price_amount",
-    "price_currency",
-    "gtin",
-    "color",
-    "size",
-    "material",
-    "net_content_value",
-    "net_content_unit",
-    "attributes",
-    "updated_at",
-    "revision",
-];
+/// The header row of [`ExportFormat::Csv`]: `id`, then every saved field of the field table
+/// flattened ([`csv_columns`]), then `updated_at` and `revision`.
+pub fn csv_headers() -> Vec<String> {
+    let fields = PRODUCT_FIELDS.iter().flat_map(csv_columns);
+    std::iter::once("id".to_owned()).chain(fields).chain(["updated_at".into(), "revision".into()]).collect()
+}
+
+/// A field's columns in [`ExportFormat::Csv`], by kind: one for a text or the attributes
+/// ("Flavor: Oat; Vegan: yes"), two for an amount and its code (`price_amount`,
+/// `price_currency`); none for the unsure list.
+fn csv_columns(field: &ProductField) -> Vec<String> {
+    match (field.kind, field.kind.parts()) {
+        (FieldKind::FieldNames, _) => Vec::new(),
+        (_, Some(parts)) => parts.iter().map(|part| format!("{}_{part}", field.name())).collect(),
+        (_, None) => vec![field.name().to_owned()],
+    }
+}
+
+/// A field's cells of [`ExportFormat::Csv`], as [`csv_columns`] names them: every text behind the
+/// injection [`guard`], numbers as Rust writes them (`2.5`).
+fn csv_cells(p: &Product, field: &ProductField) -> Vec<String> {
+    let pair = |number: Option<f64>, code: Option<&str>| {
+        vec![number.map(|n| n.to_string()).unwrap_or_default(), guard(code.unwrap_or_default())]
+    };
+    match p.value(field.key) {
+        Value::Text(text) => vec![guard(text.unwrap_or_default())],
+        Value::Price(price) => pair(price.map(|p| p.amount), price.map(|p| p.currency.as_str())),
+        Value::NetContent(content) => pair(content.map(|c| c.value), content.map(|c| c.unit.as_str())),
+        Value::Attributes(attributes) => {
+            let pairs: Vec<String> = attributes.iter().map(|a| format!("{}: {}", a.name, a.value)).collect();
+            vec![guard(&pairs.join("; "))]
+        }
+        Value::FieldNames(_) => Vec::new(),
+    }
+}
 
 impl Catalog {
     /// Writes every live (not deleted) product, ordered by id, to `out` in `format`, row by row as they are
@@ -314,7 +330,7 @@ fn write_rows(
             if shopify {
                 writer.write_record(SHOPIFY_HEADERS)?;
             } else {
-                writer.write_record(CSV_HEADERS)?;
+                writer.write_record(csv_headers())?;
             }
             let mut rows = 0;
             while let Some(row) = next()? {
@@ -391,27 +407,11 @@ fn shopify_record(row: &Row) -> Vec<String> {
 }
 
 fn csv_record(row: &Row) -> Vec<String> {
-    let p = &row.product;
-    let text = |value: &Option<String>| guard(value.as_deref().unwrap_or_default());
-    let attributes: Vec<String> = p.attributes.iter().map(|a| format!("{}: {}", a.name, a.value)).collect();
-    vec![
-        row.id.to_string(),
-        guard(&p.name),
-        text(&p.brand),
-        text(&p.category),
-        text(&p.description),
-        p.price.as_ref().map(|price| price.amount.to_string()).unwrap_or_default(),
-        guard(p.price.as_ref().map(|price| price.currency.as_str()).unwrap_or_default()),
-        text(&p.gtin),
-        text(&p.color),
-        text(&p.size),
-        text(&p.material),
-        p.net_content.as_ref().map(|c| c.value.to_string()).unwrap_or_default(),
-        guard(p.net_content.as_ref().map(|c| c.unit.as_str()).unwrap_or_default()),
-        guard(&attributes.join("; ")),
-        iso_utc(row.updated_at),
-        row.revision.to_string(),
-    ]
+    let fields = PRODUCT_FIELDS.iter().flat_map(|field| csv_cells(&row.product, field));
+    std::iter::once(row.id.to_string())
+        .chain(fields)
+        .chain([iso_utc(row.updated_at), row.revision.to_string()])
+        .collect()
 }
 
 /// The CSV injection guard (see the module docs): a text cell that starts with `=`, `+`, `-`, `@`,

@@ -44,30 +44,8 @@ pub use parse::response_model_version;
 /// The header that carries the key.
 pub const API_KEY_HEADER: &str = "x-goog-api-key";
 
-/// What the model is told, once per request (`systemInstruction`).
-pub const SYSTEM_INSTRUCTION: &str = "\
-You extract product data from a photo for a product catalog.
-Rules:
-- Describe the one product the photo is about (the most prominent one). Ignore the background, \
-other items, and people.
-- Use only what is visible in the photo: printed text, labels, tags, the product itself. Never \
-guess or use outside knowledge to fill a field; if a value is not visible, use null (or an empty \
-list).
-- name: the product name as printed, without the brand when the brand is a separate word group. \
-It is required; if nothing is printed, give a short plain description such as \"White ceramic mug\".
-- brand: the brand or manufacturer as printed.
-- price: only from a visible price tag or printed price. amount is a number without currency \
-symbols; currency is the ISO 4217 code in upper case (EUR, USD, GBP, CHF, ...), inferred from the \
-symbol only when unambiguous.
-- gtin: the barcode digits (EAN-8, UPC-A, EAN-13, GTIN-14) only when every digit is legible; \
-digits only, no spaces or dashes.
-- net_content: the quantity printed on the pack (e.g. 500 g, 1.5 l, 12 pcs), value as a number \
-and unit as printed in lower case.
-- attributes: other useful printed facts (flavor, variety, scent, origin, ...) as name/value pairs.
-- Keep the text in the language printed on the product; write description and category in English.
-- uncertain_fields: list the names of the fields whose values you are not sure of (partly hidden, \
-blurry, inferred), e.g. [\"price\", \"gtin\"].
-Answer with the JSON object only.";
+/// What the model is told, once per request (`systemInstruction`): written from the field table.
+pub use crate::product::system_instruction;
 
 /// The user turn's text, after the image.
 pub const USER_PROMPT: &str = "Extract the product shown in this photo.";
@@ -310,7 +288,7 @@ impl GeminiClient {
     /// The characters of text a call sends besides the photo (instructions, prompt, schema), for
     /// an estimate of its tokens before it is made.
     pub fn prompt_text_chars(&self) -> usize {
-        SYSTEM_INSTRUCTION.len() + USER_PROMPT.len() + self.inner.schema.to_string().len()
+        system_instruction().len() + USER_PROMPT.len() + self.inner.schema.to_string().len()
     }
 
     /// `maxOutputTokens` as this client sends it.
@@ -450,7 +428,7 @@ impl GeminiClient {
             .collect();
         parts.push(wire::Part::text(user_prompt(images.len()).into_owned()));
         wire::GenerateContentRequest {
-            system_instruction: wire::Content { role: None, parts: vec![wire::Part::text(SYSTEM_INSTRUCTION)] },
+            system_instruction: wire::Content { role: None, parts: vec![wire::Part::text(system_instruction())] },
             contents: vec![wire::Content { role: Some("user".into()), parts }],
             generation_config: wire::GenerationConfig {
                 temperature: models::temperature_for(family, inner.temperature),
