@@ -1,6 +1,7 @@
 //! The generated TypeScript beyond ts-rs's types: the command wrappers
-//! (`ui/src/bindings/commands.ts`, from the registry in [`crate::commands`]) and the constants the
-//! UI shares with Rust (`ui/src/bindings/constants.ts`). `cargo test` writes both next to the
+//! (`ui/src/bindings/commands.ts`, from the registry in [`crate::commands`]), the constants the
+//! UI shares with Rust (`ui/src/bindings/constants.ts`) and the events Rust sends
+//! (`ui/src/bindings/events.ts`, from [`crate::events::registry`]). `cargo test` writes them next to the
 //! ts-rs types; `make bindings-check` fails when the committed files differ.
 
 use std::collections::BTreeMap;
@@ -174,12 +175,36 @@ pub fn constants_ts(constants: &[Constant]) -> String {
     out
 }
 
+/// `events.ts`: the events Rust sends to the window ([`crate::events::registry`]): `EVENTS`, their
+/// names by key, and `EventPayloads`, each name's payload type.
+pub fn events_ts(events: &[crate::events::EventSpec]) -> String {
+    let mut imports = BTreeMap::new();
+    for e in events {
+        imports.extend(e.payload.imports.clone());
+    }
+    let mut out = String::from(HEADER);
+    out.push_str("// The events Rust sends to the window, and what each one carries.\n");
+    import_lines(&mut out, &imports);
+    out.push_str("\n/** Every event's name, by key. */\nexport const EVENTS = {\n");
+    for e in events {
+        let doc = e.doc.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("\n   * ");
+        let _ = writeln!(out, "  /**\n   * {doc}\n   */\n  {}: \"{}\",", e.key, e.name);
+    }
+    out.push_str("} as const;\n\n/** What each event carries, by name. */\nexport type EventPayloads = {\n");
+    for e in events {
+        let _ = writeln!(out, "  \"{}\": {};", e.name, e.payload.name);
+    }
+    out.push_str("};\n");
+    out
+}
+
 /// The generated files and their contents, relative to the bindings directory.
 pub fn generated_files() -> Vec<(&'static str, String)> {
     let cfg = config();
     vec![
         ("commands.ts", commands_ts(&crate::commands::registry(&cfg))),
         ("constants.ts", constants_ts(&constants(&cfg))),
+        ("events.ts", events_ts(&crate::events::registry(&cfg))),
     ]
 }
 

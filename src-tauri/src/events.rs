@@ -14,23 +14,87 @@ use ts_rs::TS;
 
 use crate::state::AppState;
 
-/// The event the live breaker panel listens to; its payload is a `ResilienceSnapshot`.
-pub const RESILIENCE_EVENT: &str = "resilience://snapshot";
+/// An event Rust sends to the window: its name and its payload's type, written once. [`send`] is
+/// the only way one is emitted, and [`registry`] writes the UI's `bindings/events.ts` (the names
+/// and each payload's type), so a handler in the window is typed by what Rust sends.
+pub trait WindowEvent {
+    /// The event's name on the wire ("import://item").
+    const NAME: &'static str;
+    /// Its key in the UI's `EVENTS` ("IMPORT_ITEM").
+    const KEY: &'static str;
+    /// What it says, for the generated file.
+    const DOC: &'static str;
+    type Payload: Serialize + Clone + TS + 'static;
+}
 
-/// The event the import view listens to; its payload is an `ImportProgress`.
-pub const IMPORT_EVENT: &str = "import://progress";
+/// Emits `E` to every window; a window that is gone is not an error (logged at debug).
+pub fn send<E: WindowEvent, R: Runtime>(app: &AppHandle<R>, payload: E::Payload) {
+    if let Err(e) = app.emit(E::NAME, payload) {
+        tracing::debug!(event = E::NAME, "event not delivered: {e}");
+    }
+}
 
-/// The event each import item's state change sends (the Extract view's cards, the import list);
-/// its payload is an `ItemChanged`.
-pub const IMPORT_ITEM_EVENT: &str = "import://item";
+/// One event as the generated TypeScript names it.
+pub struct EventSpec {
+    pub name: &'static str,
+    pub key: &'static str,
+    pub doc: &'static str,
+    pub payload: crate::bindings::TsType,
+}
 
-/// The event a team catalog's changes send (a product saved, edited, deleted, undeleted or
-/// duplicated on any desktop); its payload is a `CatalogChanged`. A SQLite catalog never sends it.
-pub const CATALOG_EVENT: &str = "catalog://changed";
+macro_rules! window_events {
+    ($( $(#[doc = $doc:literal])* $ty:ident = $key:ident: $name:literal => $payload:ty; )*) => {
+        $(
+            $(#[doc = $doc])*
+            pub struct $ty;
 
-/// The event a team catalog's server sends when it goes away and when it is back; its payload is
-/// a `CatalogServer`. A SQLite catalog never sends it.
-pub const CATALOG_SERVER_EVENT: &str = "catalog://server";
+            impl WindowEvent for $ty {
+                const NAME: &'static str = $name;
+                const KEY: &'static str = stringify!($key);
+                const DOC: &'static str = concat!($($doc, "\n"),*);
+                type Payload = $payload;
+            }
+        )*
+
+        /// Every event Rust sends to the window.
+        pub fn registry(cfg: &ts_rs::Config) -> Vec<EventSpec> {
+            vec![$(EventSpec {
+                name: $ty::NAME,
+                key: $ty::KEY,
+                doc: $ty::DOC,
+                payload: crate::bindings::TsType::of::<$payload>(cfg),
+            }),*]
+        }
+    };
+}
+
+window_events! {
+    /// The live breaker panel's: the stack's snapshot, at most ~10 a second.
+    Resilience = RESILIENCE: "resilience://snapshot" => pe_core::resilience::ResilienceSnapshot;
+    /// The import view's: the queue's progress, coalesced like the breaker's.
+    ImportProgressEvent = IMPORT_PROGRESS: "import://progress" => ImportProgress;
+    /// Each import item's state change (the Extract view's cards, the import list).
+    ImportItem = IMPORT_ITEM: "import://item" => pe_core::import::ItemChanged;
+    /// A team catalog's change (a product saved, edited, deleted, undeleted or duplicated on any
+    /// desktop). A SQLite catalog never sends it.
+    CatalogChangedEvent = CATALOG_CHANGED: "catalog://changed" => CatalogChanged;
+    /// The team catalog's server went away or is back. A SQLite catalog never sends it.
+    CatalogServerEvent = CATALOG_SERVER: "catalog://server" => CatalogServer;
+    /// Photos arrived from outside the window (launch arguments, a second launch): how many. The
+    /// window shows the Extract view, where their cards appear.
+    Opened = OPENED: "app://opened" => usize;
+}
+
+/// The breaker panel's event name ([`Resilience`]).
+pub const RESILIENCE_EVENT: &str = Resilience::NAME;
+/// The import view's event name ([`ImportProgressEvent`]).
+pub const IMPORT_EVENT: &str = ImportProgressEvent::NAME;
+/// An item's change's event name ([`ImportItem`]).
+pub const IMPORT_ITEM_EVENT: &str = ImportItem::NAME;
+/// A team catalog change's event name ([`CatalogChangedEvent`]).
+pub const CATALOG_EVENT: &str = CatalogChangedEvent::NAME;
+/// The team catalog server's event name ([`CatalogServerEvent`]).
+pub const CATALOG_SERVER_EVENT: &str = CatalogServerEvent::NAME;
 
 /// Whether the team catalog's server can be reached.
 #[derive(Debug, Clone, Serialize, TS)]
@@ -63,23 +127,17 @@ pub async fn catalog_bridge<R: Runtime>(app: AppHandle<R>, state: AppState) {
             Ok(CatalogChange::Everything) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => None,
             Ok(CatalogChange::ServerAway { since_ms, reason }) => {
                 let away = CatalogServer { away_since_ms: Some(since_ms), reason: Some(reason) };
-                if let Err(e) = app.emit(CATALOG_SERVER_EVENT, away) {
-                    tracing::debug!("catalog server event not delivered: {e}");
-                }
+                send::<CatalogServerEvent, _>(&app, away);
                 continue;
             }
             Ok(CatalogChange::Listening) => continue,
             Ok(CatalogChange::ServerBack) => {
-                if let Err(e) = app.emit(CATALOG_SERVER_EVENT, CatalogServer { away_since_ms: None, reason: None }) {
-                    tracing::debug!("catalog server event not delivered: {e}");
-                }
+                send::<CatalogServerEvent, _>(&app, CatalogServer { away_since_ms: None, reason: None });
                 continue;
             }
             Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
         };
-        if let Err(e) = app.emit(CATALOG_EVENT, CatalogChanged { product_id }) {
-            tracing::debug!("catalog change not delivered: {e}");
-        }
+        send::<CatalogChangedEvent, _>(&app, CatalogChanged { product_id });
     }
 }
 
@@ -96,9 +154,7 @@ pub async fn resilience_bridge<R: Runtime>(app: AppHandle<R>, state: AppState) {
         let mut breaker = stack.breaker().snapshot_watch();
         let mut changes = stack.changes();
         loop {
-            if let Err(e) = app.emit(RESILIENCE_EVENT, stack.snapshot()) {
-                tracing::debug!("resilience snapshot not delivered: {e}");
-            }
+            send::<Resilience, _>(&app, stack.snapshot());
             tokio::select! {
                 changed = breaker.changed() => if changed.is_err() { break },
                 changed = changes.changed() => if changed.is_err() { break },
@@ -137,9 +193,7 @@ pub async fn import_bridge<R: Runtime>(app: AppHandle<R>, state: AppState) {
         loop {
             match items.recv().await {
                 Ok(changed) => {
-                    if let Err(e) = items_app.emit(IMPORT_ITEM_EVENT, changed) {
-                        tracing::debug!("import item event not delivered: {e}");
-                    }
+                    send::<ImportItem, _>(&items_app, changed);
                 }
                 // The window re-reads what it shows on the next progress event.
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
@@ -155,9 +209,7 @@ pub async fn import_bridge<R: Runtime>(app: AppHandle<R>, state: AppState) {
             notify_if_away(&app, &title, &body);
         }
         last_status = snapshot.status.clone();
-        if let Err(e) = app.emit(IMPORT_EVENT, snapshot) {
-            tracing::debug!("import progress not delivered: {e}");
-        }
+        send::<ImportProgressEvent, _>(&app, snapshot);
         if progress.changed().await.is_err() {
             return;
         }

@@ -30,13 +30,12 @@ use std::path::{Path, PathBuf};
 
 use clap::Parser;
 use pe_core::import::EnqueueOptions;
-use tauri::{AppHandle, Emitter, Manager, Runtime};
+use tauri::{AppHandle, Manager, Runtime};
 
 use crate::state::{process_env, AppState};
 
-/// Sent to the window when photos arrive from outside it (launch arguments, a second launch):
-/// it shows the Extract view, where their cards appear.
-pub const OPENED_EVENT: &str = "app://opened";
+/// Sent to the window when photos arrive from outside it ([`events::Opened`]).
+pub const OPENED_EVENT: &str = <events::Opened as events::WindowEvent>::NAME;
 
 /// Registers the plugin, the state and every command. Generic over the runtime so the commands
 /// can be driven through Tauri's mock runtime in tests.
@@ -249,7 +248,7 @@ pub fn open_paths<R: Runtime>(app: &AppHandle<R>, open: Vec<PathBuf>) {
         .await;
         match queued {
             Ok(enqueued) => {
-                let _ = app.emit(OPENED_EVENT, enqueued.files.len());
+                events::send::<events::Opened, _>(&app, enqueued.files.len());
             }
             Err(e) => tracing::error!("could not queue the photos handed to the window: {}", e.message),
         }

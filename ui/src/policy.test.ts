@@ -33,6 +33,16 @@ describe("the webview policy", () => {
     expect(Object.keys(sources)).toContain("./lib/ReviewPanel.svelte");
   });
 
+  it("listens to Rust's events only by their generated names (lib/events.ts), never by a typed string", () => {
+    const raw = Object.entries(sources)
+      .filter(([file]) => file !== "./lib/events.ts" && !file.startsWith("./bindings/"))
+      .flatMap(([file, text]) => [
+        ...(/from "@tauri-apps\/api\/event"/.test(text) ? [`${file}: imports listen directly`] : []),
+        ...[...text.matchAll(/"(?:resilience|import|catalog|app):\/\/[a-z-]+"/g)].map((m) => `${file}: ${m[0]}`),
+      ]);
+    expect(raw).toEqual([]);
+  });
+
   it("renders every value as text: no HTML or code sink in the UI", () => {
     const found = Object.entries(sources).flatMap(([file, text]) =>
       HTML_SINKS.filter((sink) => sink.test(text)).map((sink) => `${file}: ${sink}`),

@@ -8,13 +8,19 @@
 //!   check digit verified, and where the symbol is.
 //! - [`gemini`] is the HTTP client for `generateContent` (reqwest + rustls) with tolerant response
 //!   parsing and a typed error for every failure.
-//! - [`product`] is the schema: the Rust type the JSON Schema and the UI's types come from, and
-//!   its validation (GTIN check digit, ISO 4217).
-//! - [`catalog`] is the SQLite store on its own thread: photos, extraction attempts (the audit
-//!   trail), products (proposal and saved).
-//! - [`pipeline`] ties them together: intake → Gemini → audit, then save after review.
-//! - [`import`] is the bulk-import queue: the pipeline's steps for many photos at once, in SQLite,
-//!   resumable after a crash, as fast as the bulkhead allows, pausing while the breaker is open.
+//! - [`product`] is the field table: one entry per field of the product, from which the JSON
+//!   Schema and the system instruction Gemini gets, validation and cleaning (GTIN check digit,
+//!   ISO 4217, maximums), the review diff, the CSV columns and the UI's form all come.
+//! - [`catalog`] is the store, a SQLite file on its own thread or a team's PostgreSQL server behind
+//!   the same handle: photos, extraction attempts (the audit trail with every billed token),
+//!   products (proposal and saved) with their revisions, and the import queue's rows.
+//! - [`pipeline`] is the steps one photo is made of: intake, recording the photo, the call through
+//!   the resilience stack, the attempt with the barcode applied. It has no path of its own.
+//! - [`import`] is the one engine: every photo — a drop on the window, `extract`, a folder, a
+//!   re-extract, the HTTP API — is an item of the persistent queue, which runs the pipeline's
+//!   steps with K calls in flight, resumes after a crash, pauses while the breaker is open or the
+//!   team server is away, and saves what the reviewer approves (or Gemini's Batch API at half
+//!   price).
 //! - [`resilience`] is the circuit breaker for calls to Gemini, with Resilience4j's semantics;
 //!   [`breaker_memory`] saves it in the catalog so a restart starts from where it was.
 //! - [`pricing`] is what a call costs: the price table, the one cost rule, the daily budget.

@@ -7,11 +7,10 @@
 //! call_gemini                 ─ through the resilience stack (no transaction open anywhere)
 //! GeminiCall::into_outcome    ─ the attempt to record, with the proposal (the photo's barcode
 //!                               applied: [`proposal`]) and its flags, or the error
-//! save(photo, attempt, reviewed product) ─ validate ─ save_product (one tx)
 //! ```
-//! Every catalog call is its own short transaction on the catalog thread, so no transaction can
-//! span the network call. Nothing reaches the products table without a save checked by
-//! [`checked_for_save`]: [`Pipeline::save`], or the import queue's `save_item`.
+//! The review's save is the import queue's (`save_item`: [`checked_for_save`], then the product,
+//! its revision and the item's state in one transaction). Every catalog call is its own short
+//! transaction on the catalog thread, so no transaction can span the network call.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -21,10 +20,7 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use crate::barcode::{self, Barcode};
-use crate::catalog::{
-    local_user, AttemptId, AttemptOutcome, AttemptUsage, Catalog, CatalogError, NewAttempt, NewPhoto, PhotoId,
-    ProductRecord, SaveProduct,
-};
+use crate::catalog::{AttemptOutcome, AttemptUsage, Catalog, CatalogError, NewAttempt, NewPhoto, PhotoId};
 use crate::catalog::{CostTotal, PreparedCopy};
 use crate::config::ImageConfig;
 use crate::config::IntakeConfig;
@@ -426,27 +422,6 @@ impl Pipeline {
     pub async fn spent_today(&self) -> Result<CostTotal, CatalogError> {
         let day = pricing::local_day((self.clock)());
         self.catalog.spent_between(day.start, day.end).await
-    }
-
-    /// Saves what the reviewer approved. Refused, with the flags, while any field is invalid.
-    pub async fn save(
-        &self,
-        photo_id: PhotoId,
-        attempt_id: Option<AttemptId>,
-        product: Product,
-    ) -> Result<ProductRecord, SaveError> {
-        let product = checked_for_save(product)?;
-        let record = self
-            .catalog
-            .save_product(SaveProduct {
-                photo_id,
-                attempt_id,
-                saved: product,
-                saved_by: local_user(),
-                saved_at: (self.clock)(),
-            })
-            .await?;
-        Ok(record)
     }
 }
 

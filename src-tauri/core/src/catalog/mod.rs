@@ -1,9 +1,14 @@
-//! The catalog: a SQLite file holding photos, every extraction attempt (the audit trail) and the
-//! products reviewers saved, each with Gemini's proposal, the saved version and every earlier
-//! saved version (its revisions).
+//! The catalog: photos, every extraction attempt (the audit trail, with every billed token), the
+//! products reviewers saved (each with Gemini's proposal, the saved version and every earlier
+//! saved version, its revisions) and the import queue's rows (the one engine's, see
+//! [`crate::import`]). It lives in a SQLite file on this computer, or on a team's PostgreSQL
+//! server shared by several desktops (`server*` modules, the same rules over the same schema).
 //!
 //! # Layout
-//! - [`Catalog`] (this file) is the async API, a cheap `Clone` handle.
+//! - [`Catalog`] (this file) is the async API, a cheap `Clone` handle over either backend.
+//! - `db` is the seam the queue's SQL goes through once for both backends (`Db`, `DbRow`); `server`,
+//!   `server_connect`, `server_listing`, `server_products` and `server_changes` are the team
+//!   server's connection pool, listing and search, products and revisions, and live changes.
 //! - `db_thread` owns the one [`rusqlite::Connection`] on a dedicated OS thread and runs jobs.
 //! - `queries` holds the SQL of photos, attempts and saving, as plain synchronous functions;
 //!   `listing` the catalog table ([`Catalog::query_products`], search, facets); `revisions`

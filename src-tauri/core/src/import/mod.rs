@@ -1,5 +1,7 @@
-//! Bulk import: a queue of photos in SQLite, worked through by the same pipeline steps as a single
-//! drop, as fast as the Gemini bulkhead allows, surviving crashes.
+//! The one engine: every photo — dropped on the window, given to `extract`, a folder imported in
+//! bulk, a catalog re-extract, a photo posted to the HTTP API — is an item of this queue, kept in
+//! the catalog (a SQLite file, or the team's server, where desktops share it), worked through by
+//! the pipeline's steps as fast as the Gemini bulkhead allows, surviving crashes.
 //!
 //! # A tour
 //! - [`ImportQueue`] (this file) is the handle the window and the CLI hold: enqueue, controls
