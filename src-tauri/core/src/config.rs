@@ -45,20 +45,20 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use ts_rs::TS;
 
 use crate::catalog::server::CatalogUrl;
 use crate::error::{Coded, ErrorCode};
 use crate::files::{self, Access, Exposure, StagedFile};
-use crate::import::grouping::{GroupBy, DEFAULT_MAX_PHOTOS_PER_PRODUCT};
+pub use crate::gemini::config::{
+    ApiKey, GeminiConfig, KeyStorage, MediaResolution, Thinking, DEFAULT_BASE_URL, DEFAULT_MODEL,
+};
+pub use crate::import::config::{BatchConfig, ImportConfig, MAX_PHOTOS_PER_PRODUCT_LIMIT};
+pub use crate::intake::config::{ImageConfig, IntakeConfig};
 use crate::pricing::PricingConfig;
 use crate::resilience::{
     BulkheadConfig, CircuitBreakerConfig, InvalidSetting, RateLimiterConfig, ResilienceConfig, RetryConfig,
     TimeLimiterConfig,
 };
-
-pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
-pub const DEFAULT_MODEL: &str = "gemini-flash-latest";
 
 /// Everything configurable. In the file the resilience stack's five sections are top-level, next
 /// to `[gemini]` and `[image]` (`ConfigFile`).
@@ -145,32 +145,6 @@ impl Default for CatalogConfig {
     }
 }
 
-/// How an import groups its photos into products (`import::grouping`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-#[serde(deny_unknown_fields, default)]
-#[ts(export)]
-pub struct ImportConfig {
-    /// Which photos are one product: same stem in a folder, a whole folder, or each photo alone.
-    pub group_by: GroupBy,
-    /// A larger group is split into products of this many photos.
-    #[ts(type = "number")]
-    pub max_photos_per_product: usize,
-    /// The import takes no more photos while the catalog's disk has less free than the smaller of
-    /// this and `min_free_disk_percent` of the disk (what is in flight is still written); it goes
-    /// on by itself once there is room.
-    #[ts(type = "number")]
-    pub min_free_disk_bytes: u64,
-    pub min_free_disk_percent: f64,
-    /// A link (symlink) in a dropped folder that leads outside the folder is followed; by
-    /// default it is listed as skipped: a shared folder must not make the app read, send and
-    /// store files elsewhere on this computer.
-    pub follow_links_outside: bool,
-}
-
-/// The most photos one product's request may carry (`[import] max_photos_per_product`): ~1,000
-/// input tokens each at the default resolution, so a request stays far below Gemini's limits.
-pub const MAX_PHOTOS_PER_PRODUCT_LIMIT: usize = 16;
-
 impl Config {
     /// The import queue's settings this configuration gives (batch mode's chunks and polling, the
     /// team queue's lease); the window and the CLI add their own.
@@ -185,54 +159,6 @@ impl Config {
             },
             follow_links_outside: self.import.follow_links_outside,
             ..crate::import::ImportOptions::default()
-        }
-    }
-}
-
-impl ImportConfig {
-    /// The grouping a bulk import applies.
-    pub fn grouping(&self) -> crate::import::grouping::Grouping {
-        crate::import::grouping::Grouping { by: self.group_by, max_photos: self.max_photos_per_product.max(1) }
-    }
-}
-
-impl Default for ImportConfig {
-    fn default() -> Self {
-        Self {
-            group_by: GroupBy::default(),
-            max_photos_per_product: DEFAULT_MAX_PHOTOS_PER_PRODUCT,
-            min_free_disk_bytes: crate::disk::DEFAULT_MIN_FREE_BYTES,
-            min_free_disk_percent: crate::disk::DEFAULT_MIN_FREE_PERCENT,
-            follow_links_outside: false,
-        }
-    }
-}
-
-/// Batch imports through the Gemini Batch API.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct BatchConfig {
-    /// How often a submitted batch's state is looked at.
-    #[serde(with = "humantime_serde")]
-    pub poll_interval: Duration,
-    /// Photos in one batch at most (each batch also stays under the 20 MB inline limit).
-    pub max_requests: usize,
-}
-
-impl Default for BatchConfig {
-    fn default() -> Self {
-        let queue = crate::import::BatchOptions::default();
-        Self { poll_interval: queue.poll_interval, max_requests: queue.max_requests }
-    }
-}
-
-impl BatchConfig {
-    /// The import queue's batch settings.
-    pub fn import_options(&self) -> crate::import::BatchOptions {
-        crate::import::BatchOptions {
-            poll_interval: self.poll_interval.max(Duration::from_millis(10)),
-            max_requests: self.max_requests.max(1),
-            ..crate::import::BatchOptions::default()
         }
     }
 }
@@ -300,181 +226,6 @@ impl From<Config> for ConfigFile {
             catalog,
             server,
         }
-    }
-}
-
-/// How to reach Gemini.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct GeminiConfig {
-    pub base_url: String,
-    pub model: String,
-    /// Only in the file when the user chose to keep it there (`key_storage = "config_file"`), or
-    /// written by an earlier version (it moves into the OS keyring on start).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub api_key: Option<ApiKey>,
-    /// Where the app keeps a key typed into Settings or `key set`: the OS keyring (default), or,
-    /// by the user's explicit choice, this file in plain text.
-    pub key_storage: KeyStorage,
-    /// The whole call, from sending to the last byte of the answer.
-    #[serde(with = "humantime_serde")]
-    pub timeout: Duration,
-    /// Establishing the connection (TCP and TLS).
-    #[serde(with = "humantime_serde")]
-    pub connect_timeout: Duration,
-    /// The longest pause between two reads once connected.
-    #[serde(with = "humantime_serde")]
-    pub read_timeout: Duration,
-    /// The largest answer body read; past it the call fails (`response_too_large`) at once.
-    pub max_response_bytes: u64,
-    /// How much the model may think (`thinkingConfig`, per model family: `gemini::models`).
-    pub thinking: Thinking,
-    /// `maxOutputTokens`: the answer and the thinking together.
-    pub max_output_tokens: u32,
-    /// `temperature`; unset means 0.2, except for Gemini 3, which keeps its default.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<f64>,
-    /// `mediaResolution`: the tokens an image may cost.
-    pub media_resolution: MediaResolution,
-}
-
-/// `[gemini] thinking`: how much the model may think before answering.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
-#[serde(rename_all = "snake_case")]
-#[ts(export)]
-pub enum Thinking {
-    /// The least the model allows: none where it can be turned off, else its smallest budget or
-    /// level.
-    #[default]
-    Off,
-    /// The smallest amount of thinking that is still thinking.
-    Minimal,
-    Low,
-    Medium,
-    High,
-    /// No thinking field: the model decides (2.5 and 3 Flash think dynamically by default).
-    ModelDefault,
-}
-
-/// `[gemini] media_resolution`: how many tokens an image may cost (`generationConfig.mediaResolution`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
-#[serde(rename_all = "snake_case")]
-#[ts(export)]
-pub enum MediaResolution {
-    Low,
-    Medium,
-    High,
-    /// Not sent: the model's default (Gemini 2.x: 258 tokens per 768 px tile; Gemini 3: high).
-    #[default]
-    ModelDefault,
-}
-
-impl Default for GeminiConfig {
-    fn default() -> Self {
-        Self {
-            base_url: DEFAULT_BASE_URL.into(),
-            model: DEFAULT_MODEL.into(),
-            api_key: None,
-            key_storage: KeyStorage::Keyring,
-            timeout: Duration::from_secs(60),
-            connect_timeout: Duration::from_secs(10),
-            read_timeout: Duration::from_secs(60),
-            thinking: Thinking::Off,
-            max_output_tokens: 8192,
-            temperature: None,
-            media_resolution: MediaResolution::ModelDefault,
-            max_response_bytes: 10_000_000,
-        }
-    }
-}
-
-/// Where the API key is kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, TS)]
-#[serde(rename_all = "snake_case")]
-#[ts(export)]
-pub enum KeyStorage {
-    /// The OS keyring (the Secret Service on Linux).
-    #[default]
-    Keyring,
-    /// `api_key` in the config file, plain text (mode 0600): only by the user's explicit choice.
-    ConfigFile,
-}
-
-/// How photos are prepared before upload.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-#[serde(deny_unknown_fields, default)]
-#[ts(export)]
-pub struct ImageConfig {
-    /// The long edge of the uploaded image, in pixels.
-    pub max_long_edge: u32,
-    /// JPEG quality of the uploaded image, 1–100.
-    pub jpeg_quality: u8,
-    /// Files larger than this are refused before they are read.
-    #[ts(type = "number")]
-    pub max_file_bytes: u64,
-    /// Images with more pixels than this are refused before they are decoded.
-    #[ts(type = "number")]
-    pub max_pixels: u64,
-}
-
-impl Default for ImageConfig {
-    fn default() -> Self {
-        Self { max_long_edge: 1536, jpeg_quality: 85, max_file_bytes: 20_000_000, max_pixels: 50_000_000 }
-    }
-}
-
-/// How photos are taken in (`[intake]`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct IntakeConfig {
-    /// The memory that concurrent decodes share, estimated from each image's header
-    /// (`intake::DecodeBudget`); one image larger than this still decodes, alone.
-    pub decode_budget_bytes: u64,
-}
-
-impl Default for IntakeConfig {
-    fn default() -> Self {
-        Self { decode_budget_bytes: 1 << 30 }
-    }
-}
-
-/// A Gemini API key. Never printed: `Debug` and `Display` show only a masked hint.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    /// A trimmed, non-empty key, or `None`.
-    pub fn new(key: impl Into<String>) -> Option<Self> {
-        let key = key.into().trim().to_string();
-        (!key.is_empty()).then_some(Self(key))
-    }
-
-    /// The key itself, for the `x-goog-api-key` header and nothing else.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-
-    /// What the UI may show: the last four characters, e.g. `••••x9Q2`.
-    pub fn masked(&self) -> String {
-        let chars: Vec<char> = self.0.chars().collect();
-        if chars.len() <= 8 {
-            return "••••".into();
-        }
-        let tail: String = chars[chars.len() - 4..].iter().collect();
-        format!("••••{tail}")
-    }
-}
-
-impl std::fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "ApiKey({})", self.masked())
-    }
-}
-
-impl std::fmt::Display for ApiKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.masked())
     }
 }
 
@@ -674,6 +425,36 @@ pub fn data_dir(cli: Option<&Path>, env: impl Fn(&str) -> Option<String>) -> Pat
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::import::GroupBy;
+
+    /// Modules own their settings: `config` reads the file and composes the sections each module
+    /// defines (`gemini::config`, `intake::config`, `import::config`, `resilience::config`,
+    /// `pricing`), so no module of the core names `crate::config` in its code, and there is no
+    /// cycle between `config` and a module.
+    #[test]
+    fn no_module_reads_its_settings_from_config() {
+        fn walk(dir: &Path, found: &mut Vec<String>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                let composer = ["src/config.rs", "src/lib.rs"].iter().any(|f| path.ends_with(f));
+                if path.is_dir() {
+                    walk(&path, found);
+                } else if path.extension().is_some_and(|e| e == "rs") && !composer {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    for (n, line) in text.lines().enumerate() {
+                        let code = line.trim_start();
+                        if !code.starts_with("//") && code.contains("crate::config") {
+                            found.push(format!("{}:{}: {code}", path.display(), n + 1));
+                        }
+                    }
+                }
+            }
+        }
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut found = Vec::new();
+        walk(&src, &mut found);
+        assert!(found.is_empty(), "modules that read config: {found:#?}");
+    }
 
     fn no_env(_: &str) -> Option<String> {
         None

@@ -20,6 +20,7 @@
 //! No third-party Gemini crate: the wire types are in [`wire`].
 
 pub mod batch;
+pub mod config;
 mod error;
 pub mod models;
 mod parse;
@@ -34,8 +35,8 @@ use reqwest::header::{HeaderValue, RETRY_AFTER};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use crate::config::{ApiKey, GeminiConfig, MediaResolution, Thinking};
 use crate::product::{self, Product};
+pub use config::{ApiKey, GeminiConfig, KeyStorage, MediaResolution, Thinking};
 
 pub use error::{next_pacific_midnight, AnswerStage, Detail, GeminiError, ServerDetail, TimeoutKind};
 pub use models::Family;

@@ -8,8 +8,8 @@
 //! ([`family_of_model_info`]). An unknown family gets no thinking field at all: the model's own
 //! default, which is always accepted.
 
+use super::config::{MediaResolution, Thinking};
 use super::wire::{ModelInfo, ThinkingConfig};
-use crate::config::{MediaResolution, Thinking};
 
 /// The wire value of `[gemini] media_resolution`, or `None` for the model's default.
 pub fn media_resolution_wire(setting: MediaResolution) -> Option<&'static str> {

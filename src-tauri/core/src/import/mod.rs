@@ -64,6 +64,7 @@
 //! - **Time is passed in**: rows are stamped with the pipeline's clock.
 
 mod batch;
+pub mod config;
 mod driver;
 pub mod grouping;
 mod item;
@@ -83,6 +84,7 @@ use std::time::Duration;
 use tokio::sync::{broadcast, watch};
 
 pub use batch::BatchOptions;
+pub use config::{BatchConfig, ImportConfig, MAX_PHOTOS_PER_PRODUCT_LIMIT};
 pub use grouping::{GroupBy, Grouping};
 pub use phash::{dhash_jpeg, NEAR_DUPLICATE_MAX_DISTANCE};
 pub use progress::{ImportProgress, ImportStatus, StateCounts};
@@ -626,7 +628,7 @@ impl ImportQueue {
     ) -> Result<Vec<(ItemId, ItemState)>, ImportError> {
         let shared = self.shared();
         let now = shared.now();
-        let max = crate::config::MAX_PHOTOS_PER_PRODUCT_LIMIT;
+        let max = MAX_PHOTOS_PER_PRODUCT_LIMIT;
         let counted = shared.counted(move |conn| store::move_photo(conn, from, index, to, max, now)).await?;
         for (id, state) in &counted.value {
             shared.item_changed(*id, *state, &counted);

@@ -843,7 +843,7 @@ fn same_barcode_item(tx: &Db<'_>, id: ItemId, keys: &[String]) -> Result<Option<
     if !bulk {
         return Ok(None);
     }
-    let max = i64::try_from(crate::config::MAX_PHOTOS_PER_PRODUCT_LIMIT).unwrap_or(i64::MAX);
+    let max = i64::try_from(super::MAX_PHOTOS_PER_PRODUCT_LIMIT).unwrap_or(i64::MAX);
     for key in keys {
         let found = tx
             .query_row(

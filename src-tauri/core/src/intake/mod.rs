@@ -37,8 +37,10 @@ use sha2::{Digest, Sha256};
 use ts_rs::TS;
 
 use crate::barcode::{self, Barcode};
-use crate::config::ImageConfig;
+pub mod config;
+
 use crate::error::{Coded, ErrorCode};
+pub use config::{ImageConfig, IntakeConfig};
 
 /// The long edge of [`PreparedImage::thumbnail_jpeg`], in pixels.
 pub const THUMBNAIL_LONG_EDGE: u32 = 256;
