@@ -280,7 +280,7 @@ async fn breaker_opens_then_probes_and_closes(backend: Backend, base: u16) {
     std::fs::write(
         data_dir.path().join("config.toml"),
         "[circuit_breaker]\nsliding_window_size = 2\nminimum_number_of_calls = 2\n\
-         wait_duration_in_open_state = \"12s\"\npermitted_number_of_calls_in_half_open_state = 1\n\
+         wait_duration_in_open_state = \"45s\"\npermitted_number_of_calls_in_half_open_state = 1\n\
          [retry]\nmax_attempts = 1\n",
     )
     .unwrap();
@@ -321,9 +321,12 @@ async fn breaker_opens_then_probes_and_closes(backend: Backend, base: u16) {
     screenshot(&c, &name("2-open-after-a-restart")).await;
 
     // Gemini recovers (slowly, so the probe can be seen); once the wait is over, the queue's
-    // waiting photos (the two that failed) probe by themselves.
+    // waiting photos (the two that failed) probe by themselves. The wait is 45 s so that a restart
+    // on a loaded machine (a cold WebKit start, a launch retried by `connect`) still falls inside
+    // it: with 12 s, a slow restart met a wait already over, a probe already failed, and no
+    // "Restored" any more.
     fake.set_default(Behavior::Slow(Duration::from_millis(2500)));
-    wait_for(&c, r#"#breaker-badge[data-state="half_open"]"#, long).await;
+    wait_for(&c, r#"#breaker-badge[data-state="half_open"]"#, Duration::from_secs(75)).await;
     wait_for(&c, "#breaker-badge", long).await.click().await.unwrap();
     wait_text(&c, "#breaker-state", "HALF_OPEN", long).await;
     // The two failures, then the one probe HALF_OPEN permits: nothing was sent while it was OPEN,
