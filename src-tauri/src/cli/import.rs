@@ -96,7 +96,7 @@ pub async fn run(state: &AppState, args: ImportArgs) -> i32 {
     }
     let pipeline = match with_concurrency(state.pipeline(), args.concurrency) {
         Ok(pipeline) => pipeline,
-        Err(message) => return usage_error(&message),
+        Err(invalid) => return usage_error(&format!("--concurrency: {invalid}")),
     };
     let run_started = (pipeline.clock())();
     // A terminal has no Resume button: a stop says to run the command again.
@@ -140,11 +140,11 @@ pub async fn run(state: &AppState, args: ImportArgs) -> i32 {
 }
 
 /// The state's pipeline, with a stack of `k` bulkhead slots when asked.
-fn with_concurrency(pipeline: Pipeline, k: Option<u32>) -> Result<Pipeline, String> {
+fn with_concurrency(pipeline: Pipeline, k: Option<u32>) -> Result<Pipeline, pe_core::resilience::InvalidSetting> {
     let Some(k) = k else { return Ok(pipeline) };
     let mut config = pipeline.stack().config().clone();
     config.bulkhead.max_concurrent_calls = k;
-    let stack = ResilienceStack::new(STACK_NAME, config).map_err(|e| e.to_string())?;
+    let stack = ResilienceStack::new(STACK_NAME, config)?;
     Ok(Pipeline::new(
         pipeline.gemini().clone(),
         stack,

@@ -16,6 +16,7 @@ use pe_core::ErrorReport;
 
 use super::{usage_error, EXIT_FAILED, EXIT_OK};
 use crate::api::{self, Api};
+use crate::secrets::KeyringError;
 use crate::state::AppState;
 use crate::terminal::{errln, outln};
 
@@ -175,18 +176,19 @@ async fn token(state: &AppState, command: TokenCommand) -> i32 {
     }
 }
 
-/// A keyring call on the blocking pool (it may wait on D-Bus); a failed task is an error too.
+/// A keyring call on the blocking pool (it may wait on D-Bus); a failed task is the keyring's
+/// failure too.
 async fn in_keyring<T: Send + 'static>(
-    call: impl FnOnce() -> Result<T, crate::secrets::KeyringError> + Send + 'static,
-) -> Result<T, String> {
+    call: impl FnOnce() -> Result<T, KeyringError> + Send + 'static,
+) -> Result<T, KeyringError> {
     match tokio::task::spawn_blocking(call).await {
-        Ok(result) => result.map_err(|e| e.to_string()),
-        Err(e) => Err(e.to_string()),
+        Ok(result) => result,
+        Err(e) => Err(KeyringError::Failed(e.to_string())),
     }
 }
 
 /// What a keyring change says: `said`'s line and exit 0, or the error and exit 1.
-fn keyring_said<T>(result: Result<T, String>, said: impl FnOnce(T) -> &'static str) -> i32 {
+fn keyring_said<T>(result: Result<T, KeyringError>, said: impl FnOnce(T) -> &'static str) -> i32 {
     match result {
         Ok(value) => {
             outln!("{}", said(value));

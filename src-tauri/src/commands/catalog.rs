@@ -117,7 +117,7 @@ pub async fn reextract_product(state: State<'_, AppState>, id: i64) -> Result<Re
 /// The saved product with the ticked changes of a re-extract taken from its proposal
 /// (`FieldChange.field` names; see `pe_core::product::take_fields`). Nothing is saved.
 pub async fn take_fields(saved: Product, proposal: Product, fields: Vec<String>) -> Result<Product, ErrorReport> {
-    product::take_fields(&saved, &proposal, &fields).map_err(|message| ErrorReport::new(ErrorCode::Validation, message))
+    product::take_fields(&saved, &proposal, &fields).map_err(|e| ErrorReport::new(ErrorCode::Validation, e.to_string()))
 }
 
 /// Writes every saved product to `path` (a new file beside it, renamed when complete).

@@ -74,17 +74,22 @@ pub(super) fn display_value(p: &Product, key: FieldKey) -> Option<String> {
     }
 }
 
+/// A name [`take_fields`] was given that is neither a field nor one attribute.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("\"{0}\" is not a product field")]
+pub struct UnknownField(pub String);
+
 /// `saved` with the changes named by `fields` taken from `proposal`, as the reviewer ticks them
 /// in a re-extract's diff. A name is a [`FieldChange::field`] of [`diff`]: a product field
 /// ("price"), or one attribute by name ("attributes.Flavor"), which replaces every attribute of
 /// that name with the proposal's (where the first of them was, or at the end when it is new) or
 /// removes them when the proposal has none. Taking every change of `diff(saved, proposal)`
 /// leaves nothing to diff; taking some leaves exactly the others. An unknown name is refused.
-pub fn take_fields(saved: &Product, proposal: &Product, fields: &[String]) -> Result<Product, String> {
+pub fn take_fields(saved: &Product, proposal: &Product, fields: &[String]) -> Result<Product, UnknownField> {
     let mut next = saved.clone();
     let mut from = proposal.clone();
     for name in fields {
-        let unknown = || format!("\"{name}\" is not a product field");
+        let unknown = || UnknownField(name.clone());
         let (field, attribute) = match name.split_once('.') {
             Some((field, attribute)) => (field, Some(attribute)),
             None => (name.as_str(), None),

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 pub use checks::{check_currency, check_gtin, gtin_key, price_text};
-pub use diff::{diff, take_fields, FieldChange};
+pub use diff::{diff, take_fields, FieldChange, UnknownField};
 use fields::product_fields;
 pub use fields::{kind_parts, FieldKind, FieldType, KindParts, ProductField, Slot, Value};
 pub use schema::{field_sources, response_json_schema, system_instruction, FieldSource, SOURCES_KEY};
@@ -779,7 +779,7 @@ mod tests {
             [attr("Flavor", "Plain"), attr("Allergen", "Gluten"), attr("Allergen", "Soy"), attr("Vegan", "yes")]
         );
         assert_eq!(take(&[]).unwrap(), saved);
-        assert_eq!(take(&["bogus"]).unwrap_err(), "\"bogus\" is not a product field");
+        assert_eq!(take(&["bogus"]).unwrap_err().to_string(), "\"bogus\" is not a product field");
     }
 
     #[test]
