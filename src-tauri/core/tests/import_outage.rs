@@ -196,6 +196,12 @@ async fn a_desktop_restarted_while_its_server_was_away_writes_what_it_paid_for_f
         }
     };
     tokio::time::timeout(Duration::from_secs(30), answered).await.expect("the calls in flight are answered");
+    // And every answer is in the app's hands (counted in this import's cost, on its way to the
+    // catalog), not still being read off the socket: an answer cut off mid-read by the process's
+    // end is lost to any app. Some of them are in the spool already, the others wait in memory for
+    // their first write to fail; the shutdown must keep those too.
+    let calls_made = bob.fake.generate_count() as u32;
+    until(&first, "every answer in hand", |p| p.cost.calls >= calls_made).await;
     // Bob's process ends (its answers in memory with it) while the server is away.
     first.shutdown().await;
     server("start");

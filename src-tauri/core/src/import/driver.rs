@@ -61,6 +61,11 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
                 Ok(counted) => shared.publish(&counted, counted.value as u64),
                 Err(e) => tracing::error!(error = %e, "import: could not re-queue the cancelled items"),
             }
+            // Answers the aborted tasks had in hand went to the spool: written before any claim,
+            // so that Resume does not send those photos again.
+            if shared.options.spool_dir.is_some() && !shared.replaying.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                tokio::spawn(super::spool::replay(Arc::downgrade(&shared)));
+            }
             for reply in cancels {
                 let _ = reply.send(());
             }

@@ -554,13 +554,17 @@ fn finish_error(error: &ExtractError, attempt: Option<crate::catalog::NewAttempt
 /// the cost meter still counts every billed token.
 async fn finish(shared: &Arc<Shared>, outcome: Finish) -> Result<(), ImportError> {
     let (id, mut to) = (outcome.id, outcome.to);
+    // A billed answer in hand is never dropped unwritten: if this task is aborted while the write
+    // waits (a cancel, the app's shutdown — with the server away, before the first try has even
+    // failed), the guard keeps the answer in the spool, and the spool's replay writes it instead
+    // of the photo being sent and paid for again.
+    let mut in_hand = InHand { shared, outcome: outcome.attempt.is_some().then(|| outcome.clone()) };
     // While the team catalog's server is away the outcome waits in memory and in the spool (a
     // restart meanwhile writes it from there).
     let mut spooled = None;
     let keep = |spooled: &mut Option<std::path::PathBuf>| {
         if let (None, Some(dir)) = (&spooled, &shared.options.spool_dir) {
-            let desktop = shared.store.catalog().server().map(|s| s.desktop().to_string());
-            *spooled = super::spool::keep(dir, desktop.as_deref(), &outcome);
+            *spooled = super::spool::keep(dir, shared.desktop().as_deref(), &outcome);
         }
     };
     let written = shared
@@ -587,6 +591,7 @@ async fn finish(shared: &Arc<Shared>, outcome: Finish) -> Result<(), ImportError
             counted
         }
     };
+    in_hand.outcome = None;
     if let Some(path) = spooled {
         super::spool::written(&path);
     }
@@ -596,6 +601,26 @@ async fn finish(shared: &Arc<Shared>, outcome: Finish) -> Result<(), ImportError
         shared.publish(&counted, 0);
     }
     Ok(())
+}
+
+/// A billed outcome on its way to the catalog ([`finish`]): dropped before it is written (its task
+/// aborted by a cancel or a shutdown), it is kept in the spool, where the next replay finds it.
+struct InHand<'a> {
+    shared: &'a Shared,
+    /// `None` once written (or for an outcome nobody paid for).
+    outcome: Option<Finish>,
+}
+
+impl Drop for InHand<'_> {
+    fn drop(&mut self) {
+        let (Some(outcome), Some(dir)) = (self.outcome.take(), &self.shared.options.spool_dir) else { return };
+        if super::spool::keep(dir, self.shared.desktop().as_deref(), &outcome).is_some() {
+            tracing::info!(
+                item = outcome.id,
+                "import: an answer in hand when its work was stopped is kept in the spool"
+            );
+        }
+    }
 }
 
 /// After the catalog refused `outcome` with `error`: [`unwritable`] written instead when the

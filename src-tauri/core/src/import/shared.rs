@@ -313,6 +313,11 @@ impl Shared {
         self.changed();
     }
 
+    /// This desktop's name on a team catalog (what its spooled answers say paid for them).
+    pub(crate) fn desktop(&self) -> Option<String> {
+        self.store.catalog().server().map(|s| s.desktop().to_string())
+    }
+
     pub(crate) async fn cancel(&self) {
         let (reply, done) = oneshot::channel();
         {

@@ -2,7 +2,9 @@
 //! away, an item's outcome waits in memory for it to come back — and, so that a restart in the
 //! meantime loses nothing either, in a small spool in the data dir (`ImportOptions::spool_dir`):
 //! one JSON file per outcome, written before the queue waits, removed once the outcome is in the
-//! catalog. The next run writes what it finds there (`store::finish_spooled`) as soon as the
+//! catalog. An answer still on its way to the catalog when its work is stopped (a cancel, a
+//! shutdown) is kept here too (`item::InHand`). The next run — or, after a cancel, the same one
+//! before it claims again — writes what it finds there (`store::finish_spooled`) as soon as the
 //! server answers.
 
 use std::path::{Path, PathBuf};
