@@ -541,6 +541,10 @@ impl ImportQueue {
     /// ends. Batches stay with Gemini: the next start goes on polling them. Other clones of this
     /// handle stop working.
     pub async fn shutdown(self) {
+        // What the aborted work had in hand goes to the spool (`item::InHand`) for the next start
+        // to write: marked as replaying already, so the cancel below starts no replay of its own
+        // that would outlive this queue.
+        self.shared().replaying.store(true, std::sync::atomic::Ordering::SeqCst);
         self.shared().cancel().await;
         for task in lock(&self.inner.tasks).iter() {
             task.abort();
