@@ -92,7 +92,7 @@ fn write_backup(conn: &Connection, path: &Path) -> Result<(u64, u32), CatalogErr
     copy(conn, &mut out)?;
     // The copy carries the live file's WAL flag; a backup is one self-contained file.
     out.pragma_update_and_check(None, "journal_mode", "DELETE", |_| Ok(()))?;
-    let counts = (count_live(&out)?, migrations::schema_version(&out)?);
+    let counts = (count_live(&super::db::Db::Sqlite(&out))?, migrations::schema_version(&out)?);
     out.close().map_err(|(_, e)| e)?;
     Ok(counts)
 }
@@ -142,7 +142,7 @@ pub(super) fn restore_from(
     conn.flush_prepared_statement_cache();
     replaced?;
     let summary = RestoreSummary {
-        products: count_live(conn)?,
+        products: count_live(&super::db::Db::Sqlite(conn))?,
         schema_version_before,
         migrated_to: migrations::schema_version(conn)?,
         safety_backup: safety.display().to_string(),

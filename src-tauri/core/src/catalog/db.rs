@@ -258,6 +258,18 @@ impl<'c> Db<'c> {
         }
         Ok(DbTx { db: *self, open: true })
     }
+
+    /// Starts a read-only transaction: every statement in it sees the catalog as of one moment,
+    /// and it never waits for or blocks a writer (SQLite: a deferred `BEGIN`, a WAL snapshot; a
+    /// server: `REPEATABLE READ READ ONLY`, which never fails as a race). For reads that take
+    /// several statements (a page and its total, a history, an export).
+    pub(crate) fn read_transaction(&self) -> Result<DbTx<'c>, DbError> {
+        match self {
+            Self::Sqlite(conn) => conn.execute_batch("BEGIN")?,
+            Self::Postgres(session) => session.begin_read()?,
+        }
+        Ok(DbTx { db: *self, open: true })
+    }
 }
 
 /// An open transaction; derefs to its [`Db`].
@@ -373,6 +385,14 @@ impl PgSession {
             return self.batch("BEGIN ISOLATION LEVEL SERIALIZABLE");
         }
         self.batch(&format!("BEGIN ISOLATION LEVEL SERIALIZABLE; SELECT pg_advisory_xact_lock_shared({SEAM_LOCK})"))
+    }
+
+    /// Starts a read-only snapshot (see [`Db::read_transaction`]): no seam lock, it changes nothing.
+    fn begin_read(&self) -> Result<(), DbError> {
+        if self.in_tx.get() {
+            return self.begin();
+        }
+        self.batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
     }
 
     /// Ends a seam transaction with `COMMIT` or `ROLLBACK`, and lets go of the exclusive lock.

@@ -1,9 +1,9 @@
 //! Streaming exports of the saved catalog: Shopify's product CSV, a flat CSV, JSON and JSON Lines.
 //!
-//! [`Catalog::export`] runs on the catalog thread inside one read transaction (a consistent
-//! snapshot; local disk only, never the network). It steps a prepared statement over the live
-//! (not deleted) `products` ordered by id and writes each row as soon as it is read, so memory stays flat however large
-//! the catalog is. Every format is built from the *saved* product (`saved_json`), with the row's
+//! [`Catalog::export`] runs inside one read-only transaction (a consistent snapshot), on either
+//! backend through the catalog's one seam ([`super::db::Db`]). It walks the live (not deleted)
+//! `products` by id in chunks and writes each row as soon as its chunk is read, so memory stays
+//! flat however large the catalog is. Every format is built from the *saved* product (`saved_json`), with the row's
 //! id, revision and `updated_at` (ISO 8601, UTC, milliseconds).
 //!
 //! # CSV injection guard
@@ -26,12 +26,13 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::str::FromStr;
 
-use rusqlite::Connection;
+use rusqlite::params;
 use serde::{Deserialize, Serialize};
 use time::macros::format_description;
 use time::OffsetDateTime;
 use ts_rs::TS;
 
+use super::db::{Contention, Db};
 use super::{Catalog, CatalogError, ProductId};
 use crate::error::{Coded, ErrorCode};
 use crate::files::{Access, StagedFile};
@@ -198,17 +199,19 @@ fn csv_cells(p: &Product, field: &ProductField) -> Vec<String> {
 }
 
 impl Catalog {
-    /// Writes every live (not deleted) product, ordered by id, to `out` in `format`, row by row as they are
-    /// read (see the [module docs](self)). Runs on the catalog thread in one read transaction;
-    /// other jobs wait until it finishes. `out` is flushed at the end.
-    ///
-    /// On a server catalog the rows are read in chunks of [`SERVER_CHUNK`] from a read-only
-    /// snapshot and written on the blocking pool as they come (at most a few chunks in memory).
+    /// Writes every live (not deleted) product, ordered by id, to `out` in `format`, row by row as
+    /// they are read (see the [module docs](self)): one read-only snapshot, read in chunks of
+    /// [`EXPORT_CHUNK`] rows, so memory stays flat whatever the catalog's size. `out` is flushed
+    /// at the end. On SQLite it runs on the catalog thread (other jobs wait until it finishes); on
+    /// a server on the blocking pool, with a connection of its own.
     pub async fn export(&self, format: ExportFormat, out: Box<dyn Write + Send>) -> Result<ExportSummary, ExportError> {
-        if let Some(server) = self.server() {
-            return export_from_server(server, format, out).await;
-        }
-        self.run("exporting", move |conn| Ok(export_rows(conn, format, out))).await?
+        let mut out = Some(out);
+        self.run_db(move |db| {
+            // A read-only snapshot never loses a race, so this runs once; `out` cannot be written twice.
+            let out = out.take().ok_or_else(|| ExportError::Catalog(CatalogError::Contended))?;
+            export_rows(db, format, out)
+        })
+        .await
     }
 
     /// [`Self::export`] into the file `path`, written as a new file beside it and renamed once
@@ -223,6 +226,12 @@ impl Catalog {
     }
 }
 
+impl Contention for ExportError {
+    fn is_contention(&self) -> bool {
+        matches!(self, Self::Catalog(e) if e.is_contention())
+    }
+}
+
 /// A row of the export query, parsed.
 struct Row {
     id: ProductId,
@@ -231,84 +240,37 @@ struct Row {
     product: Product,
 }
 
-/// The export query: live products by id, the saved product as text.
-const EXPORT_SQL: &str =
-    "SELECT id, revision, updated_at, CAST(saved_json AS TEXT) FROM products WHERE deleted_at IS NULL ORDER BY id";
+/// Rows read from the catalog at a time.
+pub const EXPORT_CHUNK: i64 = 1000;
 
-fn export_rows(
-    conn: &mut Connection,
-    format: ExportFormat,
-    out: Box<dyn Write + Send>,
-) -> Result<ExportSummary, ExportError> {
-    let tx = conn.transaction()?;
-    let rows = {
-        let mut stmt = tx.prepare(EXPORT_SQL)?;
-        let mut cursor = stmt.query([])?;
-        write_rows(format, out, move || {
-            let Some(row) = cursor.next()? else { return Ok(None) };
-            let saved: String = row.get(3)?;
-            Ok(Some(Row::parse(row.get(0)?, row.get(1)?, row.get(2)?, &saved)?))
-        })?
-    };
-    tx.commit()?;
-    Ok(ExportSummary { rows })
-}
+/// The export query: the next chunk of live products after id `?1`, by id, the saved product as
+/// text (a keyset walk of the primary key: every chunk costs the same however deep).
+const EXPORT_SQL: &str = "SELECT id, revision, updated_at, CAST(saved_json AS TEXT) FROM products
+     WHERE deleted_at IS NULL AND id > ?1 ORDER BY id LIMIT ?2";
 
-/// Rows fetched from the server at a time.
-pub const SERVER_CHUNK: i32 = 1000;
-
-/// [`export_rows`] on a server catalog: a task reads the rows in chunks from a read-only
-/// snapshot and hands them to the writer on the blocking pool through a small channel, so
-/// neither the network nor the disk waits on the other for long and memory stays flat.
-async fn export_from_server(
-    server: &super::server::ServerCatalog,
-    format: ExportFormat,
-    out: Box<dyn Write + Send>,
-) -> Result<ExportSummary, ExportError> {
-    let (sender, mut receiver) = tokio::sync::mpsc::channel::<Result<Row, ExportError>>(2 * SERVER_CHUNK as usize);
-    let writer = tokio::task::spawn_blocking(move || {
-        write_rows(format, out, move || match receiver.blocking_recv() {
-            Some(Ok(row)) => Ok(Some(row)),
-            Some(Err(e)) => Err(e),
-            None => Ok(None),
-        })
-    });
-    let read = async {
-        let mut client = server.client().await.map_err(CatalogError::from)?;
-        let tx = super::server_listing::snapshot(server, &mut client).await?;
-        let driver = |e: tokio_postgres::Error| ExportError::Catalog(CatalogError::Server(server.driver_error(&e)));
-        let statement = tx.prepare(EXPORT_SQL).await.map_err(driver)?;
-        let portal = tx.bind(&statement, &[]).await.map_err(driver)?;
-        loop {
-            let chunk = tx.query_portal(&portal, SERVER_CHUNK).await.map_err(driver)?;
-            let last = chunk.len() < SERVER_CHUNK as usize;
-            for row in chunk {
-                let saved: String = row.get(3);
-                let row =
-                    Row::parse(row.get(0), u32::try_from(row.get::<_, i64>(1)).unwrap_or(u32::MAX), row.get(2), &saved);
-                if sender.send(row.map_err(ExportError::from)).await.is_err() {
-                    // The writer stopped (its error is what the export reports).
-                    return Ok(());
-                }
+fn export_rows(db: &Db<'_>, format: ExportFormat, out: Box<dyn Write + Send>) -> Result<ExportSummary, ExportError> {
+    let tx = db.read_transaction().map_err(CatalogError::from)?;
+    let mut chunk = std::collections::VecDeque::new();
+    let mut after: ProductId = 0;
+    let mut done = false;
+    let rows = write_rows(format, out, || {
+        if chunk.is_empty() && !done {
+            let read = tx
+                .query_map(EXPORT_SQL, params![after, EXPORT_CHUNK], |row| {
+                    Ok((row.get::<ProductId>(0)?, row.get::<u32>(1)?, row.get::<i64>(2)?, row.get::<String>(3)?))
+                })
+                .map_err(CatalogError::from)?;
+            done = (read.len() as i64) < EXPORT_CHUNK;
+            if let Some(last) = read.last() {
+                after = last.0;
             }
-            if last {
-                break;
-            }
+            chunk.extend(read);
         }
-        tx.commit().await.map_err(driver)?;
-        Ok::<(), ExportError>(())
-    };
-    let read = read.await;
-    if read.is_err() {
-        // Stop the writer, so it never ends a partial export as if it were complete.
-        let stop = std::io::Error::other("reading the catalog failed");
-        let _ = sender.send(Err(ExportError::Write(stop))).await;
-    }
-    drop(sender);
-    let written = writer.await.map_err(|e| CatalogError::Panicked { message: e.to_string() })?;
-    // A failed read is the cause of whatever the writer says then.
-    read?;
-    Ok(ExportSummary { rows: written? })
+        let Some((id, revision, updated_at, saved)) = chunk.pop_front() else { return Ok(None) };
+        Ok(Some(Row::parse(id, revision, updated_at, &saved)?))
+    })?;
+    tx.commit().map_err(CatalogError::from)?;
+    Ok(ExportSummary { rows })
 }
 
 impl Row {

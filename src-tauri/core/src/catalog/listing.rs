@@ -25,6 +25,7 @@ use rusqlite::types::Value;
 use rusqlite::{params_from_iter, Connection, Row};
 
 use super::columns::get_u64;
+use super::db::{Db, Dialect};
 use super::records::*;
 use super::CatalogError;
 use crate::product::Price;
@@ -94,33 +95,39 @@ pub(super) fn query_rows(conn: &mut Connection, query: &ProductQuery) -> Result<
     Ok(rows)
 }
 
-/// Live products: all of them minus the deleted ones, each counted on a small index (counting
-/// `deleted_at IS NULL` directly would read the whole table).
-pub(super) fn count_live(conn: &Connection) -> Result<u64, CatalogError> {
-    Ok(conn.query_row(
-        "SELECT (SELECT count(*) FROM products) - (SELECT count(*) FROM products WHERE deleted_at IS NOT NULL)",
-        [],
-        |row| get_u64(row, 0),
-    )?)
+/// Live products. SQLite counts all of them minus the deleted ones, each on a small index
+/// (counting `deleted_at IS NULL` directly would read the whole table); a server counts them on
+/// its partial index of live products.
+pub(super) fn count_live(db: &Db<'_>) -> Result<u64, CatalogError> {
+    let sql = match db.dialect() {
+        Dialect::Sqlite => {
+            "SELECT (SELECT count(*) FROM products) - (SELECT count(*) FROM products WHERE deleted_at IS NOT NULL)"
+        }
+        Dialect::Postgres => "SELECT count(*) FROM products WHERE deleted_at IS NULL",
+    };
+    Ok(db.query_row(sql, &[], |row| get_u64(row, 0))?)
 }
 
 /// Categories and brands of live products, most common first. Spellings that differ only in
-/// ASCII case count as one (the index compares `COLLATE NOCASE`).
-pub(super) fn facets(conn: &mut Connection) -> Result<Facets, CatalogError> {
-    let tx = conn.transaction()?;
+/// ASCII case count as one (SQLite's index compares `COLLATE NOCASE`; a server groups on
+/// `lower()`).
+pub(super) fn facets(db: &Db<'_>) -> Result<Facets, CatalogError> {
+    let tx = db.read_transaction()?;
     let values = |column: &str| -> Result<Vec<FacetValue>, CatalogError> {
+        let (group, order) = match tx.dialect() {
+            Dialect::Sqlite => (format!("{column} COLLATE NOCASE"), format!("min({column}) COLLATE NOCASE")),
+            Dialect::Postgres => (format!("lower({column})"), format!("lower(min({column}))")),
+        };
         let sql = format!(
             "SELECT min({column}), count(*) FROM products
              WHERE deleted_at IS NULL AND {column} IS NOT NULL
-             GROUP BY {column} COLLATE NOCASE
-             ORDER BY count(*) DESC, min({column}) COLLATE NOCASE, min({column})"
+             GROUP BY {group}
+             ORDER BY count(*) DESC, {order}, min({column})"
         );
-        let mut stmt = tx.prepare_cached(&sql)?;
-        let rows = stmt.query_map([], |row| Ok(FacetValue { value: row.get(0)?, count: get_u64(row, 1)? }))?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        Ok(tx.query_map(&sql, &[], |row| Ok(FacetValue { value: row.get(0)?, count: get_u64(row, 1)? }))?)
     };
     let facets = Facets { categories: values("category")?, brands: values("brand")? };
-    drop(tx);
+    tx.commit()?;
     Ok(facets)
 }
 
@@ -195,7 +202,7 @@ impl Plan {
     /// The matches, counted up to one past `limit` when given.
     fn total(&self, conn: &Connection, limit: Option<u64>) -> Result<u64, CatalogError> {
         if self.fts.is_none() && self.filters.is_empty() {
-            return count_live(conn);
+            return count_live(&Db::Sqlite(conn));
         }
         let sql = match limit {
             Some(limit) => format!("SELECT count(*) FROM (SELECT 1 {} LIMIT {})", self.matching(false), limit + 1),

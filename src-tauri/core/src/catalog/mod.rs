@@ -6,12 +6,15 @@
 //!
 //! # Layout
 //! - [`Catalog`] (this file) is the async API, a cheap `Clone` handle over either backend.
-//! - `db` is the seam the queue's SQL goes through once for both backends (`Db`, `DbRow`); `server`,
-//!   `server_connect`, `server_listing`, `server_products` and `server_changes` are the team
-//!   server's connection pool, listing and search, products and revisions, and live changes.
+//! - `db` is the one seam every read and write goes through once for both backends (`Db`,
+//!   `DbRow`): photos, attempts, products and their revisions, facets, counts, exports and the
+//!   import queue. What each engine does its own way stays beside it, each behind one `Catalog`
+//!   method: the full-text search and its ranking (`listing` on SQLite, `server_listing` on a
+//!   server), the schema and its migrations (`migrations`, `server`), connections (`db_thread`,
+//!   `server_connect`), backups (SQLite's file) and live changes (`server_changes`).
 //! - `db_thread` owns the one [`rusqlite::Connection`] on a dedicated OS thread and runs jobs.
 //! - `queries` holds the SQL of photos, attempts and saving, as plain synchronous functions;
-//!   `listing` the catalog table ([`Catalog::query_products`], search, facets); `revisions`
+//!   `listing` the catalog table ([`Catalog::query_products`], search) and its facets; `revisions`
 //!   editing (optimistic concurrency, history, soft delete, duplicates); `backup` backups and
 //!   restores with SQLite's online backup API; `columns` the column conversions they share
 //!   (it uses none of them).
@@ -86,7 +89,6 @@ pub mod server;
 pub mod server_changes;
 mod server_connect;
 mod server_listing;
-mod server_products;
 pub(crate) mod tx;
 mod usage;
 
@@ -292,10 +294,11 @@ impl Catalog {
     /// The catalog's schema version: SQLite's `PRAGMA user_version` ([`SCHEMA_VERSION`] once
     /// open), or the server's ([`server::SERVER_SCHEMA_VERSION`]).
     pub async fn schema_version(&self) -> Result<u32, CatalogError> {
-        if let Some(server) = self.server() {
-            return Ok(server.schema_version().await?);
+        // How each engine's migrations are recorded differs (`migrations`, `server::migrate`).
+        match &*self.shared {
+            Shared::Server(server) => Ok(server.schema_version().await?),
+            Shared::Local { .. } => self.run("the schema version", |conn| Ok(migrations::schema_version(conn)?)).await,
         }
-        self.run("the schema version", |conn| Ok(migrations::schema_version(conn)?)).await
     }
 
     /// Records a photo, or, if the same bytes (SHA-256) were recorded before, returns that photo
@@ -400,10 +403,7 @@ impl Catalog {
     /// (`NotFound`); a deleted product ([`CatalogError::Deleted`], code `not_found`: undo the
     /// delete first).
     pub async fn update_product(&self, update: UpdateProduct) -> Result<ProductRecord, CatalogError> {
-        if let Some(server) = self.server() {
-            return server_products::update_product(server, &update).await;
-        }
-        self.run("editing a product", move |conn| revisions::update_product(conn, &update)).await
+        self.run_db(move |db| revisions::update_product(db, &update)).await
     }
 
     /// Every revision of a product (deleted or not), newest first, each with what it changed:
@@ -413,10 +413,7 @@ impl Catalog {
     ///
     /// Refused: a missing product (`NotFound`).
     pub async fn history(&self, id: ProductId) -> Result<Vec<RevisionRecord>, CatalogError> {
-        if let Some(server) = self.server() {
-            return server_products::history(server, id).await;
-        }
-        self.run("a product's history", move |conn| revisions::history(conn, id)).await
+        self.run_db(move |db| revisions::history(db, id)).await
     }
 
     /// Deletes a product softly: it leaves lists, search, counts and exports, keeps its history
@@ -430,11 +427,8 @@ impl Catalog {
         deleted_by: &str,
         at: i64,
     ) -> Result<ProductRecord, CatalogError> {
-        if let Some(server) = self.server() {
-            return server_products::delete_product(server, id, deleted_by, at).await;
-        }
         let by = deleted_by.to_owned();
-        self.run("deleting a product", move |conn| revisions::delete_product(conn, id, &by, at)).await
+        self.run_db(move |db| revisions::delete_product(db, id, &by, at)).await
     }
 
     /// Undoes [`Self::delete_product`]. The revision does not change; who undid it and when is
@@ -444,11 +438,8 @@ impl Catalog {
     /// product whose photo has another extracted product now (`Invalid`; cannot happen through
     /// this API, since saving the photo again undeletes the deleted product instead).
     pub async fn undelete_product(&self, id: ProductId, by: &str, at: i64) -> Result<ProductRecord, CatalogError> {
-        if let Some(server) = self.server() {
-            return server_products::undelete_product(server, id, by, at).await;
-        }
         let by = by.to_owned();
-        self.run("undoing a delete", move |conn| revisions::undelete_product(conn, id, &by, at)).await
+        self.run_db(move |db| revisions::undelete_product(db, id, &by, at)).await
     }
 
     /// Copies a product into a new one for the same photo: `duplicate_of` = `id`, revision 1
@@ -457,11 +448,8 @@ impl Catalog {
     ///
     /// Refused: a missing product (`NotFound`), a deleted one ([`CatalogError::Deleted`]).
     pub async fn duplicate_product(&self, id: ProductId, by: &str, at: i64) -> Result<ProductRecord, CatalogError> {
-        if let Some(server) = self.server() {
-            return server_products::duplicate_product(server, id, by, at).await;
-        }
         let by = by.to_owned();
-        self.run("duplicating a product", move |conn| revisions::duplicate_product(conn, id, &by, at)).await
+        self.run_db(move |db| revisions::duplicate_product(db, id, &by, at)).await
     }
 
     /// One page of the catalog table and how many live products match in all (see
@@ -476,19 +464,18 @@ impl Catalog {
     /// tests' small cap; the app's is 1,000).
     #[doc(hidden)]
     pub async fn query_products_counting(&self, query: ProductQuery, cap: u64) -> Result<ProductPage, CatalogError> {
-        if let Some(server) = self.server() {
-            return server_listing::query_products(server, &query, cap).await;
+        match &*self.shared {
+            Shared::Server(server) => server_listing::query_products(server, &query, cap).await,
+            Shared::Local { .. } => {
+                self.run("the catalog table", move |conn| listing::query_products(conn, &query, cap)).await
+            }
         }
-        self.run("the catalog table", move |conn| listing::query_products(conn, &query, cap)).await
     }
 
     /// The categories and brands of live products with their counts, most common first (then by
     /// value), for the catalog's filters.
     pub async fn facets(&self) -> Result<Facets, CatalogError> {
-        if let Some(server) = self.server() {
-            return server_listing::facets(server).await;
-        }
-        self.run("the catalog filters", listing::facets).await
+        self.run_db(listing::facets).await
     }
 
     /// Live products, most recently updated first.
@@ -500,10 +487,7 @@ impl Catalog {
             limit,
             ..Default::default()
         };
-        if let Some(server) = self.server() {
-            return server_listing::query_rows(server, &query).await;
-        }
-        self.run("listing products", move |conn| listing::query_rows(conn, &query)).await
+        self.query_rows(query).await
     }
 
     /// Live products matching the user's text, best match first (name matches above brand,
@@ -521,19 +505,23 @@ impl Catalog {
         limit: u32,
     ) -> Result<Vec<ProductSummary>, CatalogError> {
         let query = ProductQuery { text: query.to_owned(), offset, limit, ..Default::default() };
-        if let Some(server) = self.server() {
-            return server_listing::query_rows(server, &query).await;
+        self.query_rows(query).await
+    }
+
+    /// A page of [`Self::query_products`] without the total. The full-text search and its ranking
+    /// are the one part of the catalog each engine does its own way (FTS5's bm25 on SQLite, a
+    /// search vector with its bands on a server: `listing`, `server_listing`).
+    async fn query_rows(&self, query: ProductQuery) -> Result<Vec<ProductSummary>, CatalogError> {
+        match &*self.shared {
+            Shared::Server(server) => server_listing::query_rows(server, &query).await,
+            Shared::Local { .. } => self.run("the catalog table", move |conn| listing::query_rows(conn, &query)).await,
         }
-        self.run("search", move |conn| listing::query_rows(conn, &query)).await
     }
 
     /// One product, deleted or not (see [`ProductRecord::deleted_at`]); `NotFound` if it does not
     /// exist.
     pub async fn get_product(&self, id: ProductId) -> Result<ProductRecord, CatalogError> {
-        if let Some(server) = self.server() {
-            return server_products::get_product(server, id).await;
-        }
-        self.run("showing a product", move |conn| queries::get_product(&db::Db::Sqlite(conn), id)).await
+        self.run_db(move |db| queries::get_product(db, id)).await
     }
 
     /// Every photo of a product, in the order they were sent (its first, then `product_photos`).
@@ -552,18 +540,12 @@ impl Catalog {
     /// The product extracted from a photo (not a duplicate), deleted or not: the one a new save of
     /// the photo updates.
     pub async fn product_for_photo(&self, photo: PhotoId) -> Result<Option<ProductId>, CatalogError> {
-        if let Some(server) = self.server() {
-            return server_products::product_for_photo(server, photo).await;
-        }
-        self.run("saving a reviewed product", move |conn| queries::product_for_photo(conn, photo)).await
+        self.run_db(move |db| queries::product_for_photo(db, photo)).await
     }
 
     /// How many live (not deleted) products the catalog holds.
     pub async fn count_products(&self) -> Result<u64, CatalogError> {
-        if let Some(server) = self.server() {
-            return server_listing::count_live(server).await;
-        }
-        self.run("counting products", |conn| listing::count_live(conn)).await
+        self.run_db(listing::count_live).await
     }
 
     /// Copies the whole catalog to `path` with SQLite's online backup API, as one consistent

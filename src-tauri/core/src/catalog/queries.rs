@@ -1,8 +1,8 @@
 //! The SQL, as synchronous functions over a connection. They run on the catalog thread only;
 //! every function that writes does so in one short `BEGIN IMMEDIATE` transaction.
 
+use rusqlite::params;
 use rusqlite::types::Type;
-use rusqlite::{params, Connection, OptionalExtension};
 
 use super::columns::{conversion_error, get_u64, json_column, to_i64};
 use super::db::{Db, Dialect, OptionalRow};
@@ -342,11 +342,18 @@ pub(super) fn save_product_in(
         |row| row.get(0),
     )?;
     insert_revision(tx, id, source)?;
+    notify_changed(tx, id)?;
+    get_product(tx, id)
+}
+
+/// On a server, tells the other desktops that product `id` changed: `NOTIFY` inside the write's
+/// transaction, so only a committed write is heard (see [`super::server_changes`]). Nothing on
+/// SQLite, whose file one desktop has to itself.
+pub(super) fn notify_changed(tx: &Db<'_>, id: ProductId) -> Result<(), CatalogError> {
     if tx.dialect() == Dialect::Postgres {
-        // The other desktops hear of it when this transaction commits (see `server_changes`).
         tx.execute("SELECT pg_notify(?1, ?2)", params![super::server_changes::CHANNEL, id.to_string()])?;
     }
-    get_product(tx, id)
+    Ok(())
 }
 
 /// Refuses a product with invalid fields, naming them (uncertain fields are fine).
@@ -509,9 +516,11 @@ pub(super) fn get_product(conn: &Db<'_>, id: ProductId) -> Result<ProductRecord,
 
 /// The photo's extracted product (not a duplicate), deleted or not: saving the photo again
 /// updates this one.
-pub(super) fn product_for_photo(conn: &Connection, photo: PhotoId) -> Result<Option<ProductId>, CatalogError> {
-    Ok(conn
-        .query_row("SELECT id FROM products WHERE photo_id = ?1 AND duplicate_of IS NULL", [photo], |row| row.get(0))
+pub(super) fn product_for_photo(db: &Db<'_>, photo: PhotoId) -> Result<Option<ProductId>, CatalogError> {
+    Ok(db
+        .query_row("SELECT id FROM products WHERE photo_id = ?1 AND duplicate_of IS NULL", params![photo], |row| {
+            row.get(0)
+        })
         .optional()?)
 }
 

@@ -1,33 +1,36 @@
 //! Editing saved products: optimistic-concurrency updates, the revision history, soft delete and
-//! undo, and duplicates. Synchronous; each write is one `BEGIN IMMEDIATE` transaction on the
-//! catalog thread.
+//! undo, and duplicates, written once for both backends over the [`Db`] seam. Each write is one
+//! transaction: SQLite's `BEGIN IMMEDIATE` (one writer at a time) or a server's `SERIALIZABLE`
+//! one, which [`super::Catalog::run_db`] runs again when it raced another desktop's, so two
+//! desktops saving the same product at once meet the revision conflict, as two windows on one
+//! SQLite file do. On a server a write also tells the other desktops (`queries::notify_changed`).
 //!
 //! Every write of a product's `saved_json` bumps `products.revision` and appends the new state to
 //! `product_revisions` (see [`insert_revision`]) in the same transaction; a trigger of migration
 //! 0003 refuses a new `saved_json` without a new revision. Deleting and undeleting change neither.
 
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::params;
 
-use super::db::Db;
-use super::queries::{attempt_of, get_product, insert_revision, refuse_invalid, ListingColumns};
+use super::db::{Db, DbTx, OptionalRow};
+use super::queries::{attempt_of, get_product, insert_revision, notify_changed, refuse_invalid, ListingColumns};
 use super::records::*;
 use super::CatalogError;
 use crate::product::{diff, Product};
 
-/// What the write paths need to know about a product before changing it (both backends).
-pub(super) struct Current {
-    pub photo_id: PhotoId,
-    pub revision: u32,
-    pub updated_by: String,
-    pub updated_at: i64,
-    pub duplicate_of: Option<ProductId>,
-    pub deleted_at: Option<i64>,
-    pub saved_json: String,
+/// What the write paths need to know about a product before changing it.
+struct Current {
+    photo_id: PhotoId,
+    revision: u32,
+    updated_by: String,
+    updated_at: i64,
+    duplicate_of: Option<ProductId>,
+    deleted_at: Option<i64>,
+    saved_json: String,
 }
 
 impl Current {
     /// The product if it is live, else [`CatalogError::Deleted`].
-    pub(super) fn live(self, id: ProductId) -> Result<Self, CatalogError> {
+    fn live(self, id: ProductId) -> Result<Self, CatalogError> {
         if self.deleted_at.is_some() {
             return Err(CatalogError::Deleted { id });
         }
@@ -36,7 +39,7 @@ impl Current {
 
     /// Nobody saved the product since the editor opened `expected`, else the conflict that says
     /// who did.
-    pub(super) fn expect_revision(&self, id: ProductId, expected: u32) -> Result<(), CatalogError> {
+    fn expect_revision(&self, id: ProductId, expected: u32) -> Result<(), CatalogError> {
         if self.revision == expected {
             return Ok(());
         }
@@ -51,7 +54,7 @@ impl Current {
 
     /// The proposal of `attempt` (of `photo`, with `proposal`) for this product (`id`): refused
     /// when the attempt is another photo's or failed.
-    pub(super) fn proposal_of(
+    fn proposal_of(
         &self,
         id: ProductId,
         attempt: AttemptId,
@@ -70,20 +73,20 @@ impl Current {
     }
 }
 
-/// One stored revision, as read by either backend.
-pub(super) struct StoredRevision {
-    pub revision: u32,
-    pub source: String,
-    pub saved_by: String,
-    pub saved_at: i64,
-    pub saved_json: String,
-    pub proposed_json: Option<String>,
+/// One stored revision.
+struct StoredRevision {
+    revision: u32,
+    source: String,
+    saved_by: String,
+    saved_at: i64,
+    saved_json: String,
+    proposed_json: Option<String>,
 }
 
 /// The history from the stored revisions (oldest first), newest first, each with what it
 /// changed: against the revision before, and for the first one kept against the proposal in
 /// force then.
-pub(super) fn history_of(stored: Vec<StoredRevision>) -> Result<Vec<RevisionRecord>, CatalogError> {
+fn history_of(stored: Vec<StoredRevision>) -> Result<Vec<RevisionRecord>, CatalogError> {
     let mut history: Vec<RevisionRecord> = Vec::with_capacity(stored.len());
     for row in stored {
         let source = RevisionSource::parse(&row.source)
@@ -107,11 +110,11 @@ pub(super) fn history_of(stored: Vec<StoredRevision>) -> Result<Vec<RevisionReco
     Ok(history)
 }
 
-fn current(conn: &Connection, id: ProductId) -> Result<Current, CatalogError> {
-    conn.query_row(
-        "SELECT photo_id, revision, updated_by, updated_at, duplicate_of, deleted_at, saved_json
+fn current(db: &Db<'_>, id: ProductId) -> Result<Current, CatalogError> {
+    db.query_row(
+        "SELECT photo_id, revision, updated_by, updated_at, duplicate_of, deleted_at, CAST(saved_json AS TEXT)
          FROM products WHERE id = ?1",
-        [id],
+        params![id],
         |row| {
             Ok(Current {
                 photo_id: row.get(0)?,
@@ -129,28 +132,42 @@ fn current(conn: &Connection, id: ProductId) -> Result<Current, CatalogError> {
 }
 
 /// A live product, or `NotFound` / `Deleted`.
-fn live(conn: &Connection, id: ProductId) -> Result<Current, CatalogError> {
-    current(conn, id)?.live(id)
+fn live(db: &Db<'_>, id: ProductId) -> Result<Current, CatalogError> {
+    current(db, id)?.live(id)
 }
 
-pub(super) fn update_product(conn: &mut Connection, update: &UpdateProduct) -> Result<ProductRecord, CatalogError> {
+/// Ends a write of product `id`: tells the other desktops, reads the product as written, commits.
+fn commit_changed(tx: DbTx<'_>, id: ProductId) -> Result<ProductRecord, CatalogError> {
+    notify_changed(&tx, id)?;
+    let record = get_product(&tx, id)?;
+    tx.commit()?;
+    Ok(record)
+}
+
+/// Whether two stored products are the same: a server's `json` keeps the text it was given, so a
+/// product written by another client may differ only in spacing.
+fn same_json(a: &str, b: &str) -> bool {
+    a == b || serde_json::from_str::<serde_json::Value>(a).ok() == serde_json::from_str::<serde_json::Value>(b).ok()
+}
+
+pub(super) fn update_product(db: &Db<'_>, update: &UpdateProduct) -> Result<ProductRecord, CatalogError> {
     refuse_invalid(&update.saved)?;
     let saved_json = serde_json::to_string(&update.saved)?;
     let columns = ListingColumns::of(&update.saved);
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = db.transaction()?;
     let id = update.id;
     let current = live(&tx, id)?;
     current.expect_revision(id, update.expected_revision)?;
     let proposal = match update.attempt_id {
         None => None,
         Some(attempt) => {
-            let (photo, proposal) = attempt_of(&Db::Sqlite(&tx), attempt)?;
+            let (photo, proposal) = attempt_of(&tx, attempt)?;
             Some(current.proposal_of(id, attempt, photo, proposal)?)
         }
     };
-    if proposal.is_none() && saved_json == current.saved_json {
+    if proposal.is_none() && same_json(&saved_json, &current.saved_json) {
         // Nothing changes: no new revision.
-        return get_product(&Db::Sqlite(&tx), id);
+        return get_product(&tx, id);
     }
     tx.execute(
         "UPDATE products SET
@@ -177,53 +194,42 @@ pub(super) fn update_product(conn: &mut Connection, update: &UpdateProduct) -> R
             update.saved_by,
         ],
     )?;
-    insert_revision(&Db::Sqlite(&tx), id, update.source)?;
-    let record = get_product(&Db::Sqlite(&tx), id)?;
-    tx.commit()?;
-    Ok(record)
+    insert_revision(&tx, id, update.source)?;
+    commit_changed(tx, id)
 }
 
-pub(super) fn history(conn: &mut Connection, id: ProductId) -> Result<Vec<RevisionRecord>, CatalogError> {
-    let tx = conn.transaction()?;
+pub(super) fn history(db: &Db<'_>, id: ProductId) -> Result<Vec<RevisionRecord>, CatalogError> {
+    // One snapshot: the product and its revisions as of one moment.
+    let tx = db.read_transaction()?;
     current(&tx, id)?;
-    let mut stmt = tx.prepare_cached(
+    let stored = tx.query_map(
         "SELECT revision, source, saved_by, saved_at, CAST(saved_json AS TEXT), CAST(proposed_json AS TEXT)
          FROM product_revisions WHERE product_id = ?1 ORDER BY revision",
+        params![id],
+        |row| {
+            Ok(StoredRevision {
+                revision: row.get(0)?,
+                source: row.get(1)?,
+                saved_by: row.get(2)?,
+                saved_at: row.get(3)?,
+                saved_json: row.get(4)?,
+                proposed_json: row.get(5)?,
+            })
+        },
     )?;
-    let rows = stmt.query_map([id], |row| {
-        Ok(StoredRevision {
-            revision: row.get(0)?,
-            source: row.get(1)?,
-            saved_by: row.get(2)?,
-            saved_at: row.get(3)?,
-            saved_json: row.get(4)?,
-            proposed_json: row.get(5)?,
-        })
-    })?;
-    history_of(rows.collect::<Result<_, _>>()?)
+    tx.commit()?;
+    history_of(stored)
 }
 
-pub(super) fn delete_product(
-    conn: &mut Connection,
-    id: ProductId,
-    by: &str,
-    at: i64,
-) -> Result<ProductRecord, CatalogError> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+pub(super) fn delete_product(db: &Db<'_>, id: ProductId, by: &str, at: i64) -> Result<ProductRecord, CatalogError> {
+    let tx = db.transaction()?;
     live(&tx, id)?;
     tx.execute("UPDATE products SET deleted_at = ?2, deleted_by = ?3 WHERE id = ?1", params![id, at, by])?;
-    let record = get_product(&Db::Sqlite(&tx), id)?;
-    tx.commit()?;
-    Ok(record)
+    commit_changed(tx, id)
 }
 
-pub(super) fn undelete_product(
-    conn: &mut Connection,
-    id: ProductId,
-    by: &str,
-    at: i64,
-) -> Result<ProductRecord, CatalogError> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+pub(super) fn undelete_product(db: &Db<'_>, id: ProductId, by: &str, at: i64) -> Result<ProductRecord, CatalogError> {
+    let tx = db.transaction()?;
     let current = current(&tx, id)?;
     if current.deleted_at.is_none() {
         return Err(CatalogError::invalid("id", format!("product {id} is not deleted")));
@@ -245,20 +251,14 @@ pub(super) fn undelete_product(
             ));
         }
     }
-    tx.execute("UPDATE products SET deleted_at = NULL, deleted_by = NULL WHERE id = ?1", [id])?;
-    let record = get_product(&Db::Sqlite(&tx), id)?;
-    tx.commit()?;
+    tx.execute("UPDATE products SET deleted_at = NULL, deleted_by = NULL WHERE id = ?1", params![id])?;
+    let record = commit_changed(tx, id)?;
     tracing::info!(product_id = id, by, at, "product undeleted");
     Ok(record)
 }
 
-pub(super) fn duplicate_product(
-    conn: &mut Connection,
-    id: ProductId,
-    by: &str,
-    at: i64,
-) -> Result<ProductRecord, CatalogError> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+pub(super) fn duplicate_product(db: &Db<'_>, id: ProductId, by: &str, at: i64) -> Result<ProductRecord, CatalogError> {
+    let tx = db.transaction()?;
     let original = live(&tx, id)?;
     let mut saved: Product = serde_json::from_str(&original.saved_json)?;
     saved.name = format!("{} (copy)", saved.name);
@@ -286,8 +286,6 @@ pub(super) fn duplicate_product(
         ],
         |row| row.get(0),
     )?;
-    insert_revision(&Db::Sqlite(&tx), copy, RevisionSource::Duplicate)?;
-    let record = get_product(&Db::Sqlite(&tx), copy)?;
-    tx.commit()?;
-    Ok(record)
+    insert_revision(&tx, copy, RevisionSource::Duplicate)?;
+    commit_changed(tx, copy)
 }

@@ -154,38 +154,6 @@ pub(super) async fn snapshot<'c>(
         .map_err(|e| server.driver_error(&e))?)
 }
 
-/// Live products.
-pub(super) async fn count_live(server: &ServerCatalog) -> Result<u64, CatalogError> {
-    let client = server.client().await?;
-    let row = client
-        .query_one("SELECT count(*) FROM products WHERE deleted_at IS NULL", &[])
-        .await
-        .map_err(|e| server.driver_error(&e))?;
-    Ok(count(row.get(0)))
-}
-
-/// Categories and brands of live products, most common first; spellings that differ only in case
-/// count as one.
-pub(super) async fn facets(server: &ServerCatalog) -> Result<Facets, CatalogError> {
-    let mut client = server.client().await?;
-    let tx = snapshot(server, &mut client).await?;
-    let mut values = Vec::new();
-    for column in ["category", "brand"] {
-        let sql = format!(
-            "SELECT min({column}), count(*) FROM products
-             WHERE deleted_at IS NULL AND {column} IS NOT NULL
-             GROUP BY lower({column})
-             ORDER BY count(*) DESC, lower(min({column})), min({column})"
-        );
-        let rows = tx.query(&sql, &[]).await.map_err(|e| server.driver_error(&e))?;
-        values.push(rows.iter().map(|r| FacetValue { value: r.get(0), count: count(r.get(1)) }).collect::<Vec<_>>());
-    }
-    let brands = values.pop().unwrap_or_default();
-    let facets = Facets { categories: values.pop().unwrap_or_default(), brands };
-    tx.commit().await.map_err(|e| server.driver_error(&e))?;
-    Ok(facets)
-}
-
 fn count(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
