@@ -165,8 +165,9 @@ async fn a_billed_call_is_recorded_when_its_answer_cannot_be_written_or_saved() 
 }
 
 /// A billed answer whose item the catalog takes neither way (not `ready`, nor `failed` with the
-/// attempt alone) is kept in the spool: the next run writes it before it claims anything, and
-/// the photo is not paid for again.
+/// attempt alone) is kept in the spool: a replay that meets the same refusal leaves it there and
+/// stops the queue (nothing claimed), and the first replay the catalog accepts (here Resume's)
+/// writes it before anything is claimed; the photo is paid for once.
 #[tokio::test]
 async fn an_answer_the_catalog_takes_neither_way_waits_in_the_spool_for_the_next_run() {
     let s = Setup::new().await;
@@ -195,9 +196,28 @@ async fn an_answer_the_catalog_takes_neither_way_waits_in_the_spool_for_the_next
     tokio::time::timeout(Duration::from_secs(60), kept).await.expect("the answer is kept in the spool");
     assert_eq!(s.fake.generate_count(), 1);
     queue.shutdown().await;
-    planted.execute_batch("DROP TRIGGER refuse_ends;").unwrap();
 
+    // The next run, the catalog still refusing: the answer stays in the spool (not set aside), the
+    // queue stops saying why, and the photo is not claimed, so not paid for again.
     let queue = ImportQueue::open(s.pipeline(LITE, PricingConfig::default()), options()).await.unwrap();
+    let stopped = async {
+        loop {
+            if let ImportStatus::Stopped { message, .. } = &queue.progress().borrow().status {
+                return message.clone();
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let message = tokio::time::timeout(Duration::from_secs(60), stopped).await.expect("the queue stops");
+    assert!(message.contains("refused by the test"), "{message}");
+    assert_eq!(s.fake.generate_count(), 1, "nothing is claimed while a paid answer waits in the spool");
+    let spooled: Vec<_> = std::fs::read_dir(&spool).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(spooled.len(), 1, "{spooled:?}");
+    assert!(spooled[0].to_string_lossy().ends_with(".json"), "kept for the next try, not set aside: {spooled:?}");
+
+    // The catalog takes it again; Resume writes the spool before anything is claimed.
+    planted.execute_batch("DROP TRIGGER refuse_ends;").unwrap();
+    queue.resume();
     let ready = async {
         loop {
             let rows = queue.store().items(0, 10, None).await.unwrap().rows;

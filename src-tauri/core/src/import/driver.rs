@@ -98,6 +98,13 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
             (None, Mode::Running) if shared.disk_too_full() => continue,
             // The answers a previous run paid for are written first (`spool::replay` wakes us).
             (None, Mode::Running) if shared.replaying.load(std::sync::atomic::Ordering::SeqCst) => Wait::Event,
+            // A replay left answers the catalog refused, and stopped the queue; it runs again now.
+            (None, Mode::Running) if shared.spool_left.swap(false, std::sync::atomic::Ordering::SeqCst) => {
+                if !shared.replaying.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                    tokio::spawn(super::spool::replay(Arc::downgrade(&shared)));
+                }
+                Wait::Event
+            }
             // Bulk items fill K + lookahead; interactive ones have as many again of their own, so
             // a dropped photo never waits behind a bulk import's lookahead (and memory stays
             // bounded however many photos are dropped).

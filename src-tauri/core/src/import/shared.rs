@@ -100,6 +100,9 @@ pub(crate) struct Shared {
     /// True until the answers a previous run left in the spool are written: the driver claims
     /// nothing meanwhile, or it could claim (and pay again for) an item whose answer waits there.
     pub(crate) replaying: AtomicBool,
+    /// A replay ended with answers the catalog refused both ways still in the spool (it stopped
+    /// the queue): the driver replays again before it claims anything once the queue runs.
+    pub(crate) spool_left: AtomicBool,
 }
 
 /// Held by an item task from the moment its call is answered to its end: the task only writes
@@ -233,6 +236,7 @@ impl Shared {
             server_away: Mutex::new(None),
             working_on: Mutex::new(std::collections::HashSet::new()),
             replaying: AtomicBool::new(false),
+            spool_left: AtomicBool::new(false),
         }
     }
 

@@ -56,8 +56,12 @@ pub(crate) fn written(path: &Path) {
 }
 
 /// Writes what a previous run left in the spool, trying again (backing off) while the server is
-/// away; ends when the spool is empty, and lets the driver claim then ([`Shared::replaying`]).
-/// Holds the queue weakly.
+/// away; ends when the spool is empty, or when what is left is refused by the catalog both ways
+/// (its answer, and its attempt alone): such an answer stays in the spool, never set aside while
+/// it may still be written, and the queue stops saying why; the driver replays again before it
+/// claims anything once the queue runs (`Shared::spool_left`), and so does the next start, so the
+/// photo is not paid for again. Then it lets the driver claim ([`Shared::replaying`]). Holds the
+/// queue weakly.
 pub(crate) async fn replay(shared: std::sync::Weak<Shared>) {
     replay_all(&shared).await;
     if let Some(shared) = shared.upgrade() {
@@ -68,6 +72,8 @@ pub(crate) async fn replay(shared: std::sync::Weak<Shared>) {
 
 async fn replay_all(shared: &std::sync::Weak<Shared>) {
     let mut pause = Duration::from_millis(500);
+    // Refused both ways in this replay: left for the next one.
+    let mut refused = std::collections::HashSet::new();
     loop {
         let Some(shared) = shared.upgrade() else { return };
         let Some(dir) = shared.options.spool_dir.clone() else { return };
@@ -75,6 +81,7 @@ async fn replay_all(shared: &std::sync::Weak<Shared>) {
             Ok(pending) => pending,
             Err(_) => return,
         };
+        let pending: Vec<_> = pending.into_iter().filter(|(path, _)| !refused.contains(path)).collect();
         if pending.is_empty() {
             return;
         }
@@ -110,8 +117,13 @@ async fn replay_all(shared: &std::sync::Weak<Shared>) {
                             break;
                         }
                         Err(again) => {
-                            tracing::warn!(item = id, error = %again, "import: a spooled answer cannot be written; it is set aside");
-                            set_aside(&path);
+                            // Nothing is claimed while it waits: its photo would be paid for
+                            // again. The queue stops, saying why; Resume (or the next start)
+                            // replays the spool first.
+                            tracing::warn!(item = id, error = %again, "import: a spooled answer cannot be written now; it stays in the spool for the next try");
+                            refused.insert(path);
+                            shared.spool_left.store(true, std::sync::atomic::Ordering::SeqCst);
+                            super::driver::stop_for(&shared, &again);
                         }
                     }
                 }
@@ -134,7 +146,7 @@ fn written_then(shared: &Arc<Shared>, path: &Path, id: super::ItemId, to: ItemSt
     }
 }
 
-/// A spooled file this version cannot read or write stays, renamed, for a person to look at.
+/// A spooled file this version cannot read stays, renamed, for a person to look at.
 fn set_aside(path: &Path) {
     let mut aside = path.as_os_str().to_owned();
     aside.push(".unwritable");
