@@ -22,6 +22,6 @@ required: boolean,
 max_chars: number | null, 
 /**
  * Denormalized into the catalog's `products` row, for the table, sorting and filters
- * (`catalog::columns::listed_columns`; a test holds both schemas to it).
+ * (`catalog::queries::listed_column_names`; a test holds both schemas to it).
  */
 listed: boolean, };

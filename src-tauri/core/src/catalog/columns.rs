@@ -57,31 +57,20 @@ pub(super) fn conversion_error(idx: usize, message: String) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(idx, Type::Text, message.into())
 }
 
-/// The `products` columns the field table's listed fields ([`crate::product::ProductField::listed`])
-/// are denormalized into, in table order: a text field's key, each part of a two-part field as
-/// `key_part` ("price_amount", "price_currency"). [`super::queries::ListingColumns`] writes them; a
-/// test holds it, `copy::TABLES` and through it both schemas to this list.
-#[cfg(test)]
-pub fn listed_columns() -> Vec<String> {
-    use crate::product::PRODUCT_FIELDS;
-    let columns = |f: &crate::product::ProductField| match f.kind.parts() {
-        Some(parts) => parts.iter().map(|part| format!("{}_{part}", f.name())).collect(),
-        None => vec![f.name().to_owned()],
-    };
-    PRODUCT_FIELDS.iter().filter(|f| f.listed).flat_map(columns).collect()
-}
-
 #[cfg(test)]
 mod tests {
     /// A field the table lists has its columns in `products`: in the copy's table list, which
     /// `catalog_server`'s drift test holds to both schemas, column for column; and
-    /// [`super::super::queries::ListingColumns`] writes exactly these.
+    /// [`super::super::queries::ListingColumns`] writes exactly these, one value each.
     #[test]
     fn every_listed_field_has_its_columns_in_both_schemas() {
-        let listed = super::listed_columns();
-        assert_eq!(listed, ["name", "brand", "category", "price_amount", "price_currency", "gtin"]);
+        let listed = super::super::queries::listed_column_names();
+        assert_eq!(listed, ["name", "brand", "category", "price_amount", "price_currency", "gtin", "flagged"]);
+        let product = crate::product::Product { name: "Oat bar".into(), ..Default::default() };
+        let values = super::super::queries::ListingColumns::of(&product);
+        assert_eq!(values.after(&[]).len(), listed.len());
         let products = super::super::copy::TABLES.iter().find(|t| t.name == "products").unwrap();
-        for column in &listed {
+        for column in listed {
             assert!(products.columns.iter().any(|(c, _)| c == column), "products.{column} is missing");
         }
     }

@@ -302,43 +302,39 @@ pub(super) fn save_product_in(
     };
     // The conflict target is the partial unique index products_one_per_photo: the photo's
     // extracted product (never a duplicate). Saving over a deleted one brings it back.
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let sql = SQL.get_or_init(|| {
+        let (columns, values) = listed_columns_sql(7);
+        let updates: Vec<String> = listed_column_names().iter().map(|c| format!("{c} = excluded.{c}")).collect();
+        format!(
+            "INSERT INTO products (photo_id, attempt_id, proposed_json, saved_json, revision, created_at, updated_at,
+                                   updated_by, {columns})
+             VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5, ?6, {values})
+             ON CONFLICT (photo_id) WHERE duplicate_of IS NULL DO UPDATE SET
+                 attempt_id = coalesce(excluded.attempt_id, products.attempt_id),
+                 proposed_json = CASE WHEN excluded.attempt_id IS NULL THEN products.proposed_json
+                                      ELSE excluded.proposed_json END,
+                 saved_json = excluded.saved_json,
+                 revision = products.revision + 1,
+                 updated_at = excluded.updated_at,
+                 updated_by = excluded.updated_by,
+                 deleted_at = NULL,
+                 deleted_by = NULL,
+                 {}
+             RETURNING id",
+            updates.join(", ")
+        )
+    });
     let id: ProductId = tx.query_row(
-        "INSERT INTO products (photo_id, attempt_id, proposed_json, saved_json, revision, name, brand, category,
-                               price_amount, price_currency, gtin, flagged, created_at, updated_at, updated_by)
-         VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13)
-         ON CONFLICT (photo_id) WHERE duplicate_of IS NULL DO UPDATE SET
-             attempt_id = coalesce(excluded.attempt_id, products.attempt_id),
-             proposed_json = CASE WHEN excluded.attempt_id IS NULL THEN products.proposed_json
-                                  ELSE excluded.proposed_json END,
-             saved_json = excluded.saved_json,
-             revision = products.revision + 1,
-             name = excluded.name,
-             brand = excluded.brand,
-             category = excluded.category,
-             price_amount = excluded.price_amount,
-             price_currency = excluded.price_currency,
-             gtin = excluded.gtin,
-             flagged = excluded.flagged,
-             updated_at = excluded.updated_at,
-             updated_by = excluded.updated_by,
-             deleted_at = NULL,
-             deleted_by = NULL
-         RETURNING id",
-        params![
+        sql,
+        &columns.after(params![
             save.photo_id,
             save.attempt_id,
             proposed_json,
             saved_json,
-            columns.name,
-            columns.brand,
-            columns.category,
-            columns.price_amount,
-            columns.price_currency,
-            columns.gtin,
-            columns.flagged,
             save.saved_at,
-            save.saved_by,
-        ],
+            save.saved_by
+        ]),
         |row| row.get(0),
     )?;
     insert_revision(tx, id, source)?;
@@ -368,30 +364,65 @@ pub(super) fn refuse_invalid(product: &Product) -> Result<(), CatalogError> {
     Err(CatalogError::Invalid { fields, message, flags })
 }
 
-/// The columns of `products` denormalized from the saved product.
-pub(super) struct ListingColumns<'a> {
-    pub name: &'a str,
-    pub brand: Option<&'a str>,
-    pub category: Option<&'a str>,
-    pub price_amount: Option<f64>,
-    pub price_currency: Option<&'a str>,
-    pub gtin: Option<&'a str>,
-    /// `validate().len()`: a saved product has no invalid fields, so these are its uncertain ones.
-    pub flagged: u32,
+/// The columns of `products` denormalized from the saved product, driven by the field table:
+/// one per listed field ([`crate::product::ProductField::listed`]), two for a two-part field
+/// (`price_amount`, `price_currency`), as [`listed_column_names`] names them, then `flagged`
+/// (`validate().len()`: a saved product has no invalid fields, so these are its uncertain ones).
+/// The statements that write them ([`save_product_in`], `revisions::update_product`,
+/// `revisions::duplicate_product`) take their column lists from here.
+pub(super) struct ListingColumns {
+    values: Vec<rusqlite::types::Value>,
 }
 
-impl<'a> ListingColumns<'a> {
-    pub(super) fn of(product: &'a Product) -> Self {
-        Self {
-            name: &product.name,
-            brand: product.brand.as_deref(),
-            category: product.category.as_deref(),
-            price_amount: product.price.as_ref().map(|p| p.amount),
-            price_currency: product.price.as_ref().map(|p| p.currency.as_str()),
-            gtin: product.gtin.as_deref(),
-            flagged: u32::try_from(product.validate().len()).unwrap_or(u32::MAX),
+impl ListingColumns {
+    pub(super) fn of(product: &Product) -> Self {
+        use crate::product::{Value, PRODUCT_FIELDS};
+        use rusqlite::types::Value as Sql;
+        let text = |t: Option<&str>| t.map_or(Sql::Null, |t| Sql::Text(t.to_owned()));
+        let number = |n: Option<f64>| n.map_or(Sql::Null, Sql::Real);
+        let mut values = Vec::new();
+        for field in PRODUCT_FIELDS.iter().filter(|f| f.listed) {
+            match product.value(field.key) {
+                Value::Text(t) => values.push(text(t)),
+                Value::Price(p) => values.extend([number(p.map(|p| p.amount)), text(p.map(|p| p.currency.as_str()))]),
+                Value::NetContent(c) => values.extend([number(c.map(|c| c.value)), text(c.map(|c| c.unit.as_str()))]),
+                // A list has no column (`listed_column_names` leaves it out too).
+                Value::Attributes(_) | Value::FieldNames(_) => {}
+            }
         }
+        values.push(Sql::Integer(i64::try_from(product.validate().len()).unwrap_or(i64::MAX)));
+        Self { values }
     }
+
+    /// The values, in [`listed_column_names`]' order, after `fixed` (the statement's own
+    /// parameters, `?1` to `?N`).
+    pub(super) fn after<'p>(&'p self, fixed: &[&'p dyn rusqlite::ToSql]) -> Vec<&'p dyn rusqlite::ToSql> {
+        fixed.iter().copied().chain(self.values.iter().map(|v| v as &dyn rusqlite::ToSql)).collect()
+    }
+}
+
+/// The `products` columns [`ListingColumns`] writes, in its order (`flagged` last).
+pub(super) fn listed_column_names() -> &'static [String] {
+    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        use crate::product::{FieldKind, PRODUCT_FIELDS};
+        let columns = |f: &crate::product::ProductField| match (f.kind, f.kind.parts()) {
+            (FieldKind::Attributes | FieldKind::FieldNames, _) => Vec::new(),
+            (_, Some(parts)) => parts.iter().map(|part| format!("{}_{part}", f.name())).collect(),
+            (_, None) => vec![f.name().to_owned()],
+        };
+        let mut names: Vec<String> = PRODUCT_FIELDS.iter().filter(|f| f.listed).flat_map(columns).collect();
+        names.push("flagged".into());
+        names
+    })
+}
+
+/// The listed columns for a statement: their names joined (`name, brand, …, flagged`), and their
+/// placeholders from `?first` on.
+pub(super) fn listed_columns_sql(first: usize) -> (String, String) {
+    let names = listed_column_names();
+    let placeholders = (first..first + names.len()).map(|n| format!("?{n}")).collect::<Vec<_>>().join(", ");
+    (names.join(", "), placeholders)
 }
 
 /// The photo an attempt belongs to and its proposal (`None` when it failed); `NotFound` if the

@@ -12,7 +12,8 @@
 use rusqlite::params;
 
 use super::db::{Db, DbTx, OptionalRow};
-use super::queries::{attempt_of, get_product, insert_revision, notify_changed, refuse_invalid, ListingColumns};
+use super::queries::{attempt_of, get_product, insert_revision, listed_column_names, listed_columns_sql};
+use super::queries::{notify_changed, refuse_invalid, ListingColumns};
 use super::records::*;
 use super::CatalogError;
 use crate::product::{diff, Product};
@@ -169,30 +170,24 @@ pub(super) fn update_product(db: &Db<'_>, update: &UpdateProduct) -> Result<Prod
         // Nothing changes: no new revision.
         return get_product(&tx, id);
     }
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let sql = SQL.get_or_init(|| {
+        let sets: Vec<String> =
+            listed_column_names().iter().enumerate().map(|(i, c)| format!("{c} = ?{}", i + 7)).collect();
+        format!(
+            "UPDATE products SET
+                 saved_json = ?2,
+                 revision = revision + 1,
+                 attempt_id = coalesce(?3, attempt_id),
+                 proposed_json = CASE WHEN ?3 IS NULL THEN proposed_json ELSE ?4 END,
+                 updated_at = ?5, updated_by = ?6, {}
+             WHERE id = ?1",
+            sets.join(", ")
+        )
+    });
     tx.execute(
-        "UPDATE products SET
-             saved_json = ?2,
-             revision = revision + 1,
-             attempt_id = coalesce(?3, attempt_id),
-             proposed_json = CASE WHEN ?3 IS NULL THEN proposed_json ELSE ?4 END,
-             name = ?5, brand = ?6, category = ?7, price_amount = ?8, price_currency = ?9, gtin = ?10,
-             flagged = ?11, updated_at = ?12, updated_by = ?13
-         WHERE id = ?1",
-        params![
-            id,
-            saved_json,
-            update.attempt_id,
-            proposal,
-            columns.name,
-            columns.brand,
-            columns.category,
-            columns.price_amount,
-            columns.price_currency,
-            columns.gtin,
-            columns.flagged,
-            update.saved_at,
-            update.saved_by,
-        ],
+        sql,
+        &columns.after(params![id, saved_json, update.attempt_id, proposal, update.saved_at, update.saved_by]),
     )?;
     insert_revision(&tx, id, update.source)?;
     commit_changed(tx, id)
@@ -264,28 +259,18 @@ pub(super) fn duplicate_product(db: &Db<'_>, id: ProductId, by: &str, at: i64) -
     saved.name = format!("{} (copy)", saved.name);
     let saved_json = serde_json::to_string(&saved)?;
     let columns = ListingColumns::of(&saved);
-    let copy: ProductId = tx.query_row(
-        "INSERT INTO products (photo_id, attempt_id, duplicate_of, proposed_json, saved_json, revision, name, brand,
-                               category, price_amount, price_currency, gtin, flagged, created_at, updated_at,
-                               updated_by)
-         VALUES (?1, NULL, ?2, NULL, ?3, 1, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12)
-         RETURNING id",
-        params![
-            original.photo_id,
-            id,
-            saved_json,
-            columns.name,
-            columns.brand,
-            columns.category,
-            columns.price_amount,
-            columns.price_currency,
-            columns.gtin,
-            columns.flagged,
-            at,
-            by,
-        ],
-        |row| row.get(0),
-    )?;
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let sql = SQL.get_or_init(|| {
+        let (columns, values) = listed_columns_sql(6);
+        format!(
+            "INSERT INTO products (photo_id, attempt_id, duplicate_of, proposed_json, saved_json, revision, created_at,
+                                   updated_at, updated_by, {columns})
+             VALUES (?1, NULL, ?2, NULL, ?3, 1, ?4, ?4, ?5, {values})
+             RETURNING id"
+        )
+    });
+    let copy: ProductId =
+        tx.query_row(sql, &columns.after(params![original.photo_id, id, saved_json, at, by]), |row| row.get(0))?;
     insert_revision(&tx, copy, RevisionSource::Duplicate)?;
     commit_changed(tx, copy)
 }

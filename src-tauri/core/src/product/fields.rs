@@ -103,7 +103,7 @@ pub struct ProductField {
     /// cut there with a flag, a longer value saved in review is invalid.
     pub max_chars: Option<u32>,
     /// Denormalized into the catalog's `products` row, for the table, sorting and filters
-    /// (`catalog::columns::listed_columns`; a test holds both schemas to it).
+    /// (`catalog::queries::listed_column_names`; a test holds both schemas to it).
     pub listed: bool,
     /// What the model is told about this field, one line of the system instruction
     /// ([`super::system_instruction`]); `None` when the schema's description says enough.
