@@ -158,6 +158,21 @@ async fn newcomer(backend: Backend, base: u16) {
     // The product list shows what was saved.
     wait_for(&c, "#nav-products", long).await.click().await.unwrap();
     wait_text(&c, r#"[data-testid="product-row"]"#, "E2E Reviewed Granola", long).await;
+    // Backups: a file's are the window's; a team catalog's are its server's, and the window says
+    // so instead of offering what the app would refuse.
+    let offers_backup = c
+        .execute(
+            "return [...document.querySelectorAll('.products .actions button')].some(b => b.textContent.includes('Back up'))",
+            vec![],
+        )
+        .await
+        .unwrap();
+    if matches!(backend, Backend::Team(_)) {
+        assert_eq!(offers_backup, serde_json::json!(false), "a team catalog offers no file backup");
+        wait_text(&c, "#team-backup-note", "backed up on its server", long).await;
+    } else {
+        assert_eq!(offers_backup, serde_json::json!(true), "a catalog file can be backed up");
+    }
     screenshot(&c, &name("5-products")).await;
 
     // Settings: the key field is masked, and in demo mode no real key is configured.
