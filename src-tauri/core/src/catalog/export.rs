@@ -173,10 +173,9 @@ pub fn csv_headers() -> Vec<String> {
 /// ("Flavor: Oat; Vegan: yes"), two for an amount and its code (`price_amount`,
 /// `price_currency`); none for the unsure list.
 fn csv_columns(field: &ProductField) -> Vec<String> {
-    match (field.kind, field.kind.parts()) {
-        (FieldKind::FieldNames, _) => Vec::new(),
-        (_, Some(parts)) => parts.iter().map(|part| format!("{}_{part}", field.name())).collect(),
-        (_, None) => vec![field.name().to_owned()],
+    match field.kind {
+        FieldKind::FieldNames => Vec::new(),
+        _ => field.column_names(),
     }
 }
 
@@ -207,8 +206,8 @@ impl Catalog {
     pub async fn export(&self, format: ExportFormat, out: Box<dyn Write + Send>) -> Result<ExportSummary, ExportError> {
         let mut out = Some(out);
         self.run_db(move |db| {
-            // A read-only snapshot never loses a race, so this runs once; `out` cannot be written twice.
-            let out = out.take().ok_or_else(|| ExportError::Catalog(CatalogError::Contended))?;
+            // Runs once: an export is never run again (see its `Contention`), so `out` is here.
+            let out = out.take().ok_or_else(|| CatalogError::Panicked { message: "an export ran twice".into() })?;
             export_rows(db, format, out)
         })
         .await
@@ -226,9 +225,11 @@ impl Catalog {
     }
 }
 
+/// An export is never run again: rows already written to its output cannot be taken back, and its
+/// read-only snapshot never loses a race anyway.
 impl Contention for ExportError {
     fn is_contention(&self) -> bool {
-        matches!(self, Self::Catalog(e) if e.is_contention())
+        false
     }
 }
 

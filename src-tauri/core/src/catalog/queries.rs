@@ -406,10 +406,10 @@ pub(super) fn listed_column_names() -> &'static [String] {
     static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
     NAMES.get_or_init(|| {
         use crate::product::{FieldKind, PRODUCT_FIELDS};
-        let columns = |f: &crate::product::ProductField| match (f.kind, f.kind.parts()) {
-            (FieldKind::Attributes | FieldKind::FieldNames, _) => Vec::new(),
-            (_, Some(parts)) => parts.iter().map(|part| format!("{}_{part}", f.name())).collect(),
-            (_, None) => vec![f.name().to_owned()],
+        // A list has no column (`ListingColumns::of` writes none for it).
+        let columns = |f: &crate::product::ProductField| match f.kind {
+            FieldKind::Attributes | FieldKind::FieldNames => Vec::new(),
+            _ => f.column_names(),
         };
         let mut names: Vec<String> = PRODUCT_FIELDS.iter().filter(|f| f.listed).flat_map(columns).collect();
         names.push("flagged".into());

@@ -133,6 +133,15 @@ impl ProductField {
     pub fn part(&self, part: &str) -> String {
         format!("{}.{part}", self.key.as_str())
     }
+
+    /// The field as flat columns (a CSV's, the catalog's listed ones): one named after it, or one
+    /// per part of a two-part kind (`price_amount`, `price_currency`).
+    pub fn column_names(&self) -> Vec<String> {
+        match self.kind.parts() {
+            Some(parts) => parts.iter().map(|part| format!("{}_{part}", self.name())).collect(),
+            None => vec![self.name().to_owned()],
+        }
+    }
 }
 
 /// A field's value, read whatever its Rust type. A blank required text is `Text(Some(""))`.
